@@ -1,0 +1,103 @@
+package isa
+
+// SemRef names a semaphore: its index on the board of (Chip, Core).
+type SemRef struct {
+	Chip, Core int32
+	ID         int32
+}
+
+// SemWait holds an instruction until semaphore Sem has reached at least Value.
+// Semaphores only count up.
+type SemWait struct {
+	Sem   SemRef
+	Value int64
+}
+
+// SemSignal increments Sem by Add when the instruction completes. For a DMA
+// transfer every DMA engine of the core adds Add (reference §4: all 16
+// engines write a semaphore update even when idle), so a transfer that
+// signals `s3` raises it by 16 on a 16-engine core.
+type SemSignal struct {
+	Sem SemRef
+	Add int64
+}
+
+// Attrs are the opcode-specific fields of an instruction. Unused fields are
+// zero.
+type Attrs struct {
+	// Matmul accumulation group flags (multiply_moving): Start zeroes the
+	// PSUM accumulator, Stop closes the group.
+	Start, Stop bool
+	// PerfMode selects TensorE fast modes: 0 normal, 2 FP8 double-row, 4 MX
+	// quad.
+	PerfMode uint8
+
+	// ALU operators and immediates (tensor_tensor uses ALU0; tensor_scalar
+	// uses ALU0/Imm0 and ALU1/Imm1; scalar_tensor_tensor uses both with Imm0;
+	// tensor_reduce uses ALU0).
+	ALU0, ALU1 ALUOp
+	Imm0, Imm1 float64
+	// Negate and Axis are tensor_reduce options: reduce over the last Axis
+	// free dimensions (1 = innermost).
+	Axis uint8
+
+	// Activation: Func(in*Scale + bias), Accumulate reduces the result per
+	// partition into the accumulator with that operator (ALUNone: off).
+	Func       ActFunc
+	Scale      float64
+	Accumulate ALUOp
+
+	// Memset value; iota base and step.
+	Value float64
+	Step  float64
+
+	// DMA: queue ID (0..15) and descriptor generation.
+	Queue int16
+	DGE   DGEKind
+
+	// Barrier: the cores whose semaphore Sem is incremented; the instruction
+	// then waits for the local Sem to reach Target.
+	BarrierCores []SemRef
+	BarrierSem   int32
+	Target       int64
+}
+
+// Instruction is one line of the canonical assembly: one engine instruction
+// or one DMA transfer (counted once however many DMA engines serve it).
+type Instruction struct {
+	Op     Opcode
+	Engine Engine
+	Chip   int32
+	Core   int32
+	Outs   []Operand
+	Ins    []Operand
+	Attrs  Attrs
+	Waits  []SemWait
+	Signal []SemSignal
+	// OpID is the id of the workload op this instruction came from (0: none).
+	OpID int32
+	// Line is the assembly line it was read from (0 when generated).
+	Line int32
+}
+
+// Operands returns every operand with its role, outputs first.
+func (in *Instruction) Operands(fn func(op *Operand, role OperandRole)) {
+	for i := range in.Outs {
+		fn(&in.Outs[i], RoleWrite)
+	}
+	for i := range in.Ins {
+		fn(&in.Ins[i], RoleRead)
+	}
+}
+
+// MainInput returns the input whose free size is N in the cost formulas (the
+// first input), or the output when the instruction has no input.
+func (in *Instruction) MainInput() *AccessPattern {
+	if len(in.Ins) > 0 {
+		return &in.Ins[0].AP
+	}
+	if len(in.Outs) > 0 {
+		return &in.Outs[0].AP
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+package configs
+
+import (
+	"github.com/trnsim/trnsim/isa"
+)
+
+// Hardware describes the simulated system: one or more chips of identical
+// NeuronCores. Every field has a stable dotted path (hardware.core.sbuf.
+// partition_kib) that overrides and sweeps address; units are in the names
+// (_ghz, _gbps = 1e9 bytes/s, _kib, _ns, _us).
+//
+// Field tags: `check` names a validation rule applied to the value (pos: > 0,
+// nonneg: >= 0, frac: in (0, 1]).
+type Hardware struct {
+	// Preset names the preset the config starts from (trn1, inf2, trn2,
+	// trn3). Only meaningful in a run config.
+	Preset string `yaml:"preset"`
+	// Name is the resolved hardware's name.
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Generation is the NeuronCore version: 2 (trn1, inf2), 3 (trn2), 4 (trn3).
+	Generation int `yaml:"generation" check:"pos"`
+	// Chips is how many chips the simulated system has.
+	Chips int `yaml:"chips" check:"pos"`
+	// CostTable names the embedded per-instruction cost table (nc-v2, nc-v3,
+	// nc-v4) the costs start from.
+	CostTable string     `yaml:"cost_table"`
+	Chip      ChipConfig `yaml:"chip"`
+	Core      CoreConfig `yaml:"core"`
+	// Costs overrides entries of the cost table by dotted path, for example
+	// hardware.costs.constants.MIN_II.value or
+	// hardware.costs.vector.tensor_tensor.fast.interval.
+	Costs CostOverrides `yaml:"costs"`
+}
+
+// ChipConfig holds what is shared by the cores of one chip.
+type ChipConfig struct {
+	// Cores is the number of physical NeuronCores per chip.
+	Cores int `yaml:"cores" check:"pos"`
+	// DMABandwidthGBps is the chip's total DMA bandwidth (informational: the
+	// simulated bandwidth comes from the DMA engines).
+	DMABandwidthGBps float64 `yaml:"dma_bandwidth_gbps" check:"pos"`
+	// PeakBF16TFLOPS is the published dense BF16 peak of the chip
+	// (informational; HFU uses the per-core array arithmetic).
+	PeakBF16TFLOPS float64    `yaml:"peak_bf16_tflops" check:"pos"`
+	HBM            HBMConfig  `yaml:"hbm"`
+	Links          LinkConfig `yaml:"links"`
+}
+
+// HBMConfig describes a chip's HBM.
+type HBMConfig struct {
+	Stacks   int     `yaml:"stacks" check:"pos"`
+	StackGiB float64 `yaml:"stack_gib" check:"pos"`
+	// BandwidthGBps is the chip's total HBM bandwidth, shared evenly by the
+	// stacks.
+	BandwidthGBps float64 `yaml:"bandwidth_gbps" check:"pos"`
+	// LatencyNs is the access latency added to a DMA engine transfer that
+	// touches HBM.
+	LatencyNs float64 `yaml:"latency_ns" check:"nonneg"`
+	// InterleaveBytes: addresses rotate over the stacks in blocks of this
+	// size; 0 places each stack's address range contiguously.
+	InterleaveBytes int64 `yaml:"interleave_bytes" check:"nonneg"`
+}
+
+// LinkConfig describes chip-to-chip links (NeuronLink). Reserved for
+// multi-chip runs; recorded so presets are complete.
+type LinkConfig struct {
+	Count             int     `yaml:"count" check:"nonneg"`
+	ChipBandwidthGBps float64 `yaml:"chip_bandwidth_gbps" check:"nonneg"`
+	Topology          string  `yaml:"topology"`
+}
+
+// CoreConfig describes one physical NeuronCore.
+type CoreConfig struct {
+	// Semaphores per core.
+	Semaphores int                 `yaml:"semaphores" check:"pos"`
+	Tensor     TensorConfig        `yaml:"tensor"`
+	Vector     VectorConfig        `yaml:"vector"`
+	Scalar     EngineConfig        `yaml:"scalar"`
+	GpSimd     GpSimdConfig        `yaml:"gpsimd"`
+	Sync       EngineConfig        `yaml:"sync"`
+	SBUF       SBUFConfig          `yaml:"sbuf"`
+	PSUM       PSUMConfig          `yaml:"psum"`
+	DMA        DMAConfig           `yaml:"dma"`
+	Power      PowerConfig         `yaml:"power"`
+	Ports      PortConfig          `yaml:"ports"`
+	AP         AccessPatternLimits `yaml:"access_pattern"`
+}
+
+// EngineConfig is an engine's clock.
+type EngineConfig struct {
+	ClockGHz float64 `yaml:"clock_ghz" check:"pos"`
+}
+
+// TensorConfig describes TensorE.
+type TensorConfig struct {
+	ClockGHz  float64 `yaml:"clock_ghz" check:"pos"`
+	ArrayRows int     `yaml:"array_rows" check:"pos"`
+	ArrayCols int     `yaml:"array_cols" check:"pos"`
+	// MovingFreeMax is the largest moving free size with an FP32 PSUM
+	// destination; MovingFreeMaxHalfDst with a BF16/FP16 destination.
+	MovingFreeMax        int  `yaml:"moving_free_max" check:"pos"`
+	MovingFreeMaxHalfDst int  `yaml:"moving_free_max_half_dst" check:"pos"`
+	MatmulMayCrossBanks  bool `yaml:"matmul_may_cross_banks"`
+	// BackgroundLoadStationary lets LoadStationary overlap the running
+	// MultiplyMoving (double-buffered weights).
+	BackgroundLoadStationary bool `yaml:"background_load_stationary"`
+	FP8DoubleRow             bool `yaml:"fp8_double_row"`
+	MXQuad                   bool `yaml:"mx_quad"`
+	// FP32Rate and FP8Rate are throughput multipliers relative to BF16
+	// (informational, used for the peak; the cost table charges the cycles).
+	FP32Rate float64 `yaml:"fp32_rate" check:"pos"`
+	FP8Rate  float64 `yaml:"fp8_rate" check:"pos"`
+}
+
+// VectorConfig describes VectorE.
+type VectorConfig struct {
+	ClockGHz       float64 `yaml:"clock_ghz" check:"pos"`
+	FreeMaxSBUF    int64   `yaml:"free_max_sbuf" check:"pos"`
+	FreeMaxPSUM    int64   `yaml:"free_max_psum" check:"pos"`
+	BNStatsFreeMax int64   `yaml:"bn_stats_free_max" check:"pos"`
+	TransposeMax   int     `yaml:"transpose_max" check:"pos"`
+}
+
+// GpSimdConfig describes GpSimdE.
+type GpSimdConfig struct {
+	ClockGHz   float64 `yaml:"clock_ghz" check:"pos"`
+	PSUMAccess bool    `yaml:"psum_access"`
+}
+
+// SBUFConfig describes the state buffer.
+type SBUFConfig struct {
+	Partitions   int `yaml:"partitions" check:"pos"`
+	PartitionKiB int `yaml:"partition_kib" check:"pos"`
+}
+
+// PSUMConfig describes the partial-sum buffer (same partitions as SBUF).
+type PSUMConfig struct {
+	PartitionKiB int `yaml:"partition_kib" check:"pos"`
+	Banks        int `yaml:"banks" check:"pos"`
+}
+
+// DMAConfig describes a core's DMA engines and queues.
+type DMAConfig struct {
+	Engines         int `yaml:"engines" check:"pos"`
+	QueuesPerEngine int `yaml:"queues_per_engine" check:"pos"`
+	// QueueDepth is how many transfers a queue holds before the issuing
+	// engine stalls (DMA queue stall).
+	QueueDepth int `yaml:"queue_depth" check:"pos"`
+	// EngineBandwidthGBps is one engine's streaming rate.
+	EngineBandwidthGBps float64 `yaml:"engine_bandwidth_gbps" check:"pos"`
+	// DescriptorMaxKiB caps one descriptor; DescriptorOverheadNs is an
+	// engine's fixed cost per descriptor.
+	DescriptorMaxKiB     int     `yaml:"descriptor_max_kib" check:"pos"`
+	DescriptorOverheadNs float64 `yaml:"descriptor_overhead_ns" check:"nonneg"`
+	// StartLatencyNs (trigger to first byte) and CompletionLatencyNs (last
+	// byte to semaphore) make up the fixed per-transfer latency; they
+	// overlap across outstanding transfers and do not occupy the engines.
+	StartLatencyNs      float64 `yaml:"start_latency_ns" check:"nonneg"`
+	CompletionLatencyNs float64 `yaml:"completion_latency_ns" check:"nonneg"`
+	// Arbitration across queues: round_robin (v2/v3) or qos (v4).
+	Arbitration string `yaml:"arbitration"`
+	QoSClasses  int    `yaml:"qos_classes" check:"nonneg"`
+	// HardwareDGEBlocks per core (0: no hardware DGE) and the time each takes
+	// per DMA instruction.
+	HardwareDGEBlocks int     `yaml:"hardware_dge_blocks" check:"nonneg"`
+	HardwareDGENs     float64 `yaml:"hardware_dge_ns" check:"nonneg"`
+	// SoftwareDGECyclesPerDescriptor is GpSimd's cost per generated descriptor.
+	SoftwareDGECyclesPerDescriptor float64 `yaml:"software_dge_cycles_per_descriptor" check:"nonneg"`
+	// Transpose efficiencies relative to a copy (HBM to SBUF, SBUF to SBUF).
+	TransposeEfficiencyHBM  float64 `yaml:"transpose_efficiency_hbm" check:"frac"`
+	TransposeEfficiencySBUF float64 `yaml:"transpose_efficiency_sbuf" check:"frac"`
+	// IndirectHardwareDGE allows gather/scatter through hardware DGE.
+	IndirectHardwareDGE bool `yaml:"indirect_hardware_dge"`
+}
+
+// PowerConfig is TensorE's dI/dt throttle (Trn2/Trn3): it starts at
+// StartFraction of peak and ramps to full over RampUs of sustained work; if
+// utilisation over WindowUs drops below LowUtilFraction it re-engages.
+type PowerConfig struct {
+	Enabled         bool    `yaml:"enabled"`
+	StartFraction   float64 `yaml:"start_fraction" check:"frac"`
+	RampUs          float64 `yaml:"ramp_us" check:"pos"`
+	WindowUs        float64 `yaml:"window_us" check:"pos"`
+	LowUtilFraction float64 `yaml:"low_util_fraction" check:"frac"`
+}
+
+// PortConfig holds the SBUF/PSUM port-sharing rules.
+type PortConfig struct {
+	// VectorGpSimdShareSBUF: VectorE and GpSimd cannot use SBUF at the same
+	// time (NC-v2).
+	VectorGpSimdShareSBUF bool `yaml:"vector_gpsimd_share_sbuf"`
+	// VectorScalarSharePSUM: VectorE and ScalarE cannot use PSUM at the same
+	// time (NC-v2).
+	VectorScalarSharePSUM bool `yaml:"vector_scalar_share_psum"`
+	// SamePSUMBankExclusive: two engines cannot access the same PSUM bank at
+	// the same time (NC-v3 keeps only this restriction).
+	SamePSUMBankExclusive bool `yaml:"same_psum_bank_exclusive"`
+}
+
+// AccessPatternLimits are the hardware access-pattern field widths.
+type AccessPatternLimits struct {
+	SizeMax   int64 `yaml:"size_max" check:"pos"`
+	StrideMin int64 `yaml:"stride_min"`
+	StrideMax int64 `yaml:"stride_max" check:"pos"`
+}
+
+// SBUFBytesPerPartition returns the SBUF bytes in one partition.
+func (h *Hardware) SBUFBytesPerPartition() int64 { return int64(h.Core.SBUF.PartitionKiB) * 1024 }
+
+// PSUMBytesPerPartition returns the PSUM bytes in one partition.
+func (h *Hardware) PSUMBytesPerPartition() int64 { return int64(h.Core.PSUM.PartitionKiB) * 1024 }
+
+// Limits derives the instruction tile limits.
+func (h *Hardware) Limits() *isa.Limits {
+	c := &h.Core
+	return &isa.Limits{
+		Generation:          h.Generation,
+		Chips:               h.Chips,
+		CoresPerChip:        h.Chip.Cores,
+		Semaphores:          c.Semaphores,
+		Partitions:          c.SBUF.Partitions,
+		SBUFPartitionBytes:  h.SBUFBytesPerPartition(),
+		PSUMPartitionBytes:  h.PSUMBytesPerPartition(),
+		PSUMBanks:           c.PSUM.Banks,
+		ArrayRows:           c.Tensor.ArrayRows,
+		ArrayCols:           c.Tensor.ArrayCols,
+		MovingFreeMax:       c.Tensor.MovingFreeMax,
+		MovingFreeMaxHalf:   c.Tensor.MovingFreeMaxHalfDst,
+		MatmulMayCrossBanks: c.Tensor.MatmulMayCrossBanks,
+		FP8DoubleRow:        c.Tensor.FP8DoubleRow,
+		MXQuad:              c.Tensor.MXQuad,
+		VectorFreeMaxSBUF:   c.Vector.FreeMaxSBUF,
+		VectorFreeMaxPSUM:   c.Vector.FreeMaxPSUM,
+		BNStatsFreeMax:      c.Vector.BNStatsFreeMax,
+		VectorTransposeMax:  c.Vector.TransposeMax,
+		GpSimdPSUMAccess:    c.GpSimd.PSUMAccess,
+		APSizeMax:           c.AP.SizeMax,
+		APStrideMin:         c.AP.StrideMin,
+		APStrideMax:         c.AP.StrideMax,
+		DMAEngines:          c.DMA.Engines,
+		DMAQueues:           c.DMA.QueuesPerEngine,
+		HardwareDGE:         c.DMA.HardwareDGEBlocks > 0,
+		DMAIndirectHWDGE:    c.DMA.IndirectHardwareDGE,
+	}
+}
+
+// PeakFLOPSPerCore returns the TensorE peak for a dtype:
+// rows x cols x 2 x clock x dtype factor.
+func (h *Hardware) PeakFLOPSPerCore(dt isa.DType) float64 {
+	t := &h.Core.Tensor
+	f := 1.0
+	switch {
+	case dt == isa.FP32:
+		f = t.FP32Rate
+	case dt.IsFP8():
+		f = t.FP8Rate
+	}
+	return float64(t.ArrayRows) * float64(t.ArrayCols) * 2 * t.ClockGHz * 1e9 * f
+}

@@ -1,0 +1,397 @@
+package configs
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed presets/*.yaml presets/costs/*.yaml defaults/*.yaml
+var presetFS embed.FS
+
+// DefaultConfigName is what the embedded default run config is called in
+// messages.
+const DefaultConfigName = "<embedded default>"
+
+// LoadOptions adjust loading.
+type LoadOptions struct {
+	// Sets are "dotted.path=value" overrides applied after the file, the way
+	// sweeps address fields (hardware.core.sbuf.partition_kib=384).
+	Sets []string
+}
+
+// Load reads, resolves and validates a run config file.
+func Load(path string, opts LoadOptions) (*RunConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file", path)
+		}
+		return nil, fmt.Errorf("%s: cannot read: %v", path, unwrapPathError(err))
+	}
+	return LoadBytes(data, path, opts)
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// LoadDefault returns the embedded default run config (a BF16 GEMM on trn2).
+func LoadDefault(opts LoadOptions) (*RunConfig, error) {
+	data, err := presetFS.ReadFile("defaults/default.yaml")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := LoadBytes(data, DefaultConfigName, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.File = ""
+	return cfg, nil
+}
+
+// DefaultConfigYAML returns the text of the embedded default run config.
+func DefaultConfigYAML() string {
+	data, _ := presetFS.ReadFile("defaults/default.yaml")
+	return string(data)
+}
+
+var sectionNames = []string{"hardware", "workload", "parallel", "outputs"}
+
+// LoadBytes resolves a run config given as bytes; file names it in errors.
+func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err error) {
+	defer func() {
+		// The YAML library is not ours: turn any panic into an error rather
+		// than a stack trace.
+		if r := recover(); r != nil {
+			cfg, err = nil, &Error{File: file, Msg: fmt.Sprintf("cannot parse: %v", r)}
+		}
+	}()
+	root, err := parseYAML(data, file)
+	if err != nil {
+		return nil, err
+	}
+	if root == nil {
+		root = &yaml.Node{Kind: yaml.MappingNode, Line: 1, Column: 1}
+	}
+	d := newDecoder(file)
+	sections := map[string]*yaml.Node{}
+	pairs, err := d.mappingPairs(root, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range pairs {
+		if !contains(sectionNames, kv[0].Value) {
+			return nil, d.errAt(kv[0], kv[0].Value, "unknown section (sections: %s)", strings.Join(sectionNames, ", "))
+		}
+		sections[kv[0].Value] = kv[1]
+	}
+	setLayer, err := parseSets(opts.Sets)
+	if err != nil {
+		return nil, err
+	}
+	cfg = &RunConfig{File: file, Sources: map[string]Source{}}
+
+	// Hardware: the preset, then the file, then --set overrides.
+	hwNode := sections["hardware"]
+	preset := ""
+	for _, layer := range []*yaml.Node{hwNode, childOf(setLayer, "hardware")} {
+		if layer == nil || layer.Kind != yaml.MappingNode {
+			continue
+		}
+		if p := childOf(layer, "preset"); p != nil {
+			if p.Kind != yaml.ScalarNode || p.Tag != "!!str" {
+				return nil, d.errAt(p, "hardware.preset", "expected a preset name, got %s", describe(p))
+			}
+			preset = p.Value
+		}
+	}
+	if preset == "" {
+		at := hwNode
+		if at == nil {
+			at = root
+		}
+		return nil, d.errAt(at, "hardware.preset", "required (presets: %s)", strings.Join(PresetNames(), ", "))
+	}
+	hw, hwSources, err := loadPreset(preset, 0)
+	if err != nil {
+		at := childOf(hwNode, "preset")
+		if at == nil {
+			return nil, &Error{File: "--set", Path: "hardware.preset", Msg: err.Error()}
+		}
+		return nil, d.errAt(at, "hardware.preset", "%v", err)
+	}
+	cfg.Hardware = *hw
+	for k, v := range hwSources {
+		cfg.Sources[k] = v
+	}
+	decodeLayer := func(dec *decoder, n *yaml.Node, name string, into any) error {
+		if n == nil {
+			return nil
+		}
+		return dec.decode(n, reflect.ValueOf(into).Elem(), name)
+	}
+	setDec := newDecoder("--set")
+	layers := []struct {
+		dec  *decoder
+		root *yaml.Node
+	}{{d, root}, {setDec, setLayer}}
+	for _, l := range layers {
+		if l.root == nil {
+			continue
+		}
+		if err := decodeLayer(l.dec, childOf(l.root, "hardware"), "hardware", &cfg.Hardware); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Hardware.Preset = preset
+	for _, l := range layers {
+		for k, v := range l.dec.set {
+			if strings.HasPrefix(k, "hardware.") && k != "hardware.preset" {
+				v.Note = "override"
+				cfg.Sources[k] = v
+			}
+		}
+	}
+
+	// Costs: the named table, then overrides from the file and --set.
+	table, err := LoadCostTable(cfg.Hardware.CostTable)
+	if err != nil {
+		return nil, cfg.errAtPath("hardware.cost_table", "%v", err)
+	}
+	ca := &costApplier{d: d, table: table, nodes: map[string]*yaml.Node{}, override: true}
+	if !cfg.Hardware.Costs.Empty() {
+		ca.d = newDecoder(cfg.Hardware.Costs.file)
+		if err := ca.apply(cfg.Hardware.Costs.node, "hardware.costs", false); err != nil {
+			return nil, err
+		}
+	}
+	model, err := table.Compile()
+	if err != nil {
+		return nil, costCompileError(err, ca)
+	}
+	cfg.Costs, cfg.Cost = table, model
+
+	if err := cfg.validateHardware(); err != nil {
+		return nil, err
+	}
+
+	// Workload, parallel, outputs.
+	for _, l := range layers {
+		if l.root == nil {
+			continue
+		}
+		if err := decodeLayer(l.dec, childOf(l.root, "workload"), "workload", &cfg.Workload); err != nil {
+			return nil, err
+		}
+		if err := decodeLayer(l.dec, childOf(l.root, "parallel"), "parallel", &cfg.Parallel); err != nil {
+			return nil, err
+		}
+		if err := decodeLayer(l.dec, childOf(l.root, "outputs"), "outputs", &cfg.Outputs); err != nil {
+			return nil, err
+		}
+		for k, v := range l.dec.set {
+			if !strings.HasPrefix(k, "hardware.") {
+				cfg.Sources[k] = v
+			}
+		}
+	}
+	if err := cfg.validateWorkload(sections["workload"], d); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func costCompileError(err error, ca *costApplier) error {
+	msg := err.Error()
+	// Compile errors start with the path ("costs.vector.x.y.interval: ...").
+	for path, n := range ca.nodes {
+		short := strings.TrimPrefix(path, "hardware.")
+		if strings.HasPrefix(msg, short+":") && n != nil {
+			return &Error{File: ca.d.file, Line: n.Line, Col: n.Column, Path: path, Msg: strings.TrimSpace(strings.TrimPrefix(msg, short+":"))}
+		}
+	}
+	return &Error{File: ca.d.file, Path: "hardware", Msg: msg}
+}
+
+// childOf returns the value node of key in a mapping, or nil.
+func childOf(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// parseSets turns "a.b.c=value" strings into a YAML mapping tree.
+func parseSets(sets []string) (*yaml.Node, error) {
+	if len(sets) == 0 {
+		return nil, nil
+	}
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	for _, s := range sets {
+		eq := strings.IndexByte(s, '=')
+		if eq <= 0 {
+			return nil, &Error{File: "--set", Msg: fmt.Sprintf("%q: expected dotted.path=value", s)}
+		}
+		path, val := strings.TrimSpace(s[:eq]), strings.TrimSpace(s[eq+1:])
+		keys := strings.Split(path, ".")
+		if !contains(sectionNames, keys[0]) {
+			return nil, &Error{File: "--set", Path: path, Msg: fmt.Sprintf("unknown section %q (sections: %s)", keys[0], strings.Join(sectionNames, ", "))}
+		}
+		var vn yaml.Node
+		if err := yaml.Unmarshal([]byte(val), &vn); err != nil || len(vn.Content) == 0 {
+			vn = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}}}
+		}
+		leaf := vn.Content[0]
+		leaf.Line, leaf.Column = 0, 0
+		cur := root
+		for i, k := range keys {
+			if k == "" {
+				return nil, &Error{File: "--set", Path: path, Msg: "empty path element"}
+			}
+			next := childOf(cur, k)
+			if i == len(keys)-1 {
+				if next != nil {
+					return nil, &Error{File: "--set", Path: path, Msg: "given twice"}
+				}
+				cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, leaf)
+				break
+			}
+			if next == nil {
+				next = &yaml.Node{Kind: yaml.MappingNode}
+				cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, next)
+			}
+			if next.Kind != yaml.MappingNode {
+				return nil, &Error{File: "--set", Path: path, Msg: "conflicts with another --set"}
+			}
+			cur = next
+		}
+	}
+	return root, nil
+}
+
+// errAtPath builds an Error for a resolved field, pointing at the file and
+// line that set it, or at the preset.
+func (c *RunConfig) errAtPath(path, format string, args ...any) error {
+	e := &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
+	if s, ok := c.Sources[path]; ok {
+		e.File, e.Line, e.Col = s.File, s.Line, s.Col
+	} else {
+		e.File = c.File
+		if e.File == "" {
+			e.File = DefaultConfigName
+		}
+	}
+	return e
+}
+
+// PresetInfo summarises a preset for `trnsim presets`.
+type PresetInfo struct {
+	Name        string
+	Description string
+	Hardware    *Hardware
+}
+
+// PresetNames lists the embedded hardware presets.
+func PresetNames() []string {
+	entries, _ := presetFS.ReadDir("presets")
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") {
+			out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Preset returns a preset's hardware and the source of every field.
+func Preset(name string) (*Hardware, map[string]Source, error) {
+	return loadPreset(name, 0)
+}
+
+// Presets returns every preset.
+func Presets() ([]PresetInfo, error) {
+	var out []PresetInfo
+	for _, n := range PresetNames() {
+		h, _, err := Preset(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, PresetInfo{Name: n, Description: h.Description, Hardware: h})
+	}
+	return out, nil
+}
+
+func loadPreset(name string, depth int) (*Hardware, map[string]Source, error) {
+	if depth > 4 {
+		return nil, nil, fmt.Errorf("preset %s: base chain too deep", name)
+	}
+	file := "presets/" + name + ".yaml"
+	data, err := presetFS.ReadFile(file)
+	if err != nil || strings.Contains(name, "/") {
+		return nil, nil, fmt.Errorf("unknown preset %q (presets: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	root, err := parseYAML(data, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	hw := &Hardware{}
+	sources := map[string]Source{}
+	srcName := "preset " + name
+	if b := childOf(root, "base"); b != nil {
+		base, bs, err := loadPreset(b.Value, depth+1)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: base: %w", file, err)
+		}
+		*hw = *base
+		for k, v := range bs {
+			sources[k] = v
+		}
+	}
+	d := newDecoder(file)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "base":
+		case "hardware":
+			if err := d.decode(v, reflect.ValueOf(hw).Elem(), "hardware"); err != nil {
+				return nil, nil, err
+			}
+		case "sources":
+			var m map[string]string
+			if err := v.Decode(&m); err != nil {
+				return nil, nil, fmt.Errorf("%s: sources: %v", file, err)
+			}
+			for path, note := range m {
+				sources[path] = Source{File: srcName, Note: note}
+			}
+		default:
+			return nil, nil, d.errAt(k, k.Value, "unknown preset section")
+		}
+	}
+	// Fields the derived preset sets keep their inherited citation unless it
+	// gives its own; attribute them to this preset.
+	for path := range d.set {
+		if s, ok := sources[path]; ok {
+			s.File = srcName
+			sources[path] = s
+		}
+	}
+	return hw, sources, nil
+}

@@ -1,0 +1,132 @@
+package configs
+
+import (
+	"reflect"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/trnsim/trnsim/isa"
+)
+
+// RunConfig is one YAML file with four fixed sections: the hardware, the
+// workload, the parallel layout (reserved for multi-chip runs) and the
+// outputs. After Load it is fully resolved: the preset with every override
+// applied, the cost table compiled, and the source of every value recorded.
+type RunConfig struct {
+	Hardware Hardware `yaml:"hardware"`
+	Workload Workload `yaml:"workload"`
+	Parallel Parallel `yaml:"parallel"`
+	Outputs  Outputs  `yaml:"outputs"`
+
+	// File is the config's path ("" for the embedded default).
+	File string `yaml:"-"`
+	// Costs is the resolved cost table, Cost its compiled form.
+	Costs *isa.CostTable `yaml:"-"`
+	Cost  *isa.CostModel `yaml:"-"`
+	// Sources maps every resolved dotted path to where its value came from.
+	Sources map[string]Source `yaml:"-"`
+}
+
+// Workload says what to simulate. Kind selects one of the sections.
+type Workload struct {
+	// Kind is gemm, elementwise or assembly.
+	Kind string `yaml:"kind"`
+	// Name labels the workload in reports.
+	Name        string               `yaml:"name"`
+	GEMM        *GEMMWorkload        `yaml:"gemm"`
+	Elementwise *ElementwiseWorkload `yaml:"elementwise"`
+	Assembly    *AssemblyWorkload    `yaml:"assembly"`
+	Lowering    Lowering             `yaml:"lowering"`
+}
+
+// WorkloadKinds lists the supported workload kinds.
+var WorkloadKinds = []string{"gemm", "elementwise", "assembly"}
+
+// GEMMWorkload is C[M,N] = A[M,K] @ B[K,N].
+type GEMMWorkload struct {
+	M int64 `yaml:"m" check:"pos"`
+	K int64 `yaml:"k" check:"pos"`
+	N int64 `yaml:"n" check:"pos"`
+	// DType of A and B (bf16, fp16, fp32, fp8e4, ...); OutDType of C
+	// (defaults to DType).
+	DType    string `yaml:"dtype"`
+	OutDType string `yaml:"out_dtype"`
+	// ALayout is how A sits in HBM: "km" (A stored transposed as [K, M], the
+	// NKI lhsT convention: tiles load straight into the stationary layout) or
+	// "mk" (row-major [M, K], loaded with transposing DMAs).
+	ALayout string `yaml:"a_layout"`
+}
+
+// ElementwiseWorkload applies one elementwise op to a [Rows, Cols] tensor
+// (two tensors for binary ops).
+type ElementwiseWorkload struct {
+	// Op: exp, gelu, silu, relu, tanh, sigmoid, copy (unary, ScalarE by
+	// default) or add, subtract, multiply, max (binary, VectorE).
+	Op    string `yaml:"op"`
+	Rows  int64  `yaml:"rows" check:"pos"`
+	Cols  int64  `yaml:"cols" check:"pos"`
+	DType string `yaml:"dtype"`
+	// Engine overrides the engine: scalar, vector or gpsimd.
+	Engine string `yaml:"engine"`
+}
+
+// AssemblyWorkload runs a hand-written program.
+type AssemblyWorkload struct {
+	// File is the assembly path, relative to the run config.
+	File string `yaml:"file"`
+}
+
+// Lowering holds the lowering's choices, so they can be swept. Zero means
+// "choose automatically".
+type Lowering struct {
+	// TileN is the moving free size of each matmul (<= the hardware limit).
+	TileN int `yaml:"tile_n" check:"nonneg"`
+	// BlockM, BlockN, BlockK are the GEMM block sizes in elements: each block
+	// of A (K x M) and B (K x N) is loaded into SBUF once per use.
+	BlockM int `yaml:"block_m" check:"nonneg"`
+	BlockN int `yaml:"block_n" check:"nonneg"`
+	BlockK int `yaml:"block_k" check:"nonneg"`
+	// Buffers is the SBUF buffering depth of input blocks: 1 single, 2
+	// double, ...
+	Buffers int `yaml:"buffers" check:"nonneg"`
+	// DMAQueues is how many DMA queues the lowering spreads transfers over.
+	DMAQueues int `yaml:"dma_queues" check:"nonneg"`
+	// PSUMBanks is how many PSUM banks the lowering may use.
+	PSUMBanks int `yaml:"psum_banks" check:"nonneg"`
+	// DGE is the descriptor generation for DMAs: none, hw or auto.
+	DGE string `yaml:"dge"`
+	// Evacuate is the engine that copies PSUM results out: vector, scalar
+	// or alternate.
+	Evacuate string `yaml:"evacuate"`
+	// ElementwiseFree is the free size of each elementwise instruction.
+	ElementwiseFree int `yaml:"elementwise_free" check:"nonneg"`
+}
+
+// Outputs says what to write besides the summary on standard output. Paths
+// are relative to the working directory.
+type Outputs struct {
+	// JSON writes results.json-style output; CSV one row of totals; Trace a
+	// Chrome trace-event timeline; Asm the lowered program.
+	JSON  string `yaml:"json"`
+	CSV   string `yaml:"csv"`
+	Trace string `yaml:"trace"`
+	Asm   string `yaml:"asm"`
+}
+
+// Parallel is reserved for multi-chip runs: any content is rejected until
+// multi-chip work defines it.
+type Parallel struct {
+	set bool
+}
+
+func (p *Parallel) decodeNode(d *decoder, n *yaml.Node, path string) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind == yaml.MappingNode && len(n.Content) == 0 {
+		return nil
+	}
+	return d.errAt(n, path, "reserved for multi-chip runs and must be empty in this version")
+}
+
+func reflectValue(ptr any) reflect.Value { return reflect.ValueOf(ptr).Elem() }

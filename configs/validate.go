@@ -1,0 +1,229 @@
+package configs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/trnsim/trnsim/isa"
+)
+
+// FieldError returns an error for a resolved field that points at the line
+// that set it (or the preset it came from). Later stages (lowering) use it so
+// their errors name the field too.
+func (c *RunConfig) FieldError(path, format string, args ...any) error {
+	return c.errAtPath(path, format, args...)
+}
+
+// validateHardware checks every `check` rule (so presets and custom hardware
+// are held to the same rules as overrides) and the rules between fields.
+func (c *RunConfig) validateHardware() error {
+	var first error
+	hv := reflect.ValueOf(&c.Hardware).Elem()
+	walkLeavesChecked(hv, "hardware", func(path string, v reflect.Value, rule string) {
+		if first != nil {
+			return
+		}
+		if err := checkTag(rule, v); err != nil {
+			first = c.errAtPath(path, "%v", err)
+		}
+	})
+	if first != nil {
+		return first
+	}
+	h := &c.Hardware
+	co := &h.Core
+	type rule struct {
+		bad  bool
+		path string
+		msg  string
+	}
+	bank := int64(co.PSUM.PartitionKiB) * 1024 / int64(co.PSUM.Banks)
+	rules := []rule{
+		{h.Name == "", "hardware.name", "must not be empty"},
+		{h.Generation < 2 || h.Generation > 4, "hardware.generation", fmt.Sprintf("must be 2 (NeuronCore-v2), 3 or 4, got %d", h.Generation)},
+		{co.Tensor.ArrayRows > co.SBUF.Partitions, "hardware.core.tensor.array_rows", fmt.Sprintf("%d rows exceed the %d SBUF partitions the contraction runs over", co.Tensor.ArrayRows, co.SBUF.Partitions)},
+		{co.Tensor.ArrayCols > co.SBUF.Partitions, "hardware.core.tensor.array_cols", fmt.Sprintf("%d columns exceed the %d PSUM partitions the output lands in", co.Tensor.ArrayCols, co.SBUF.Partitions)},
+		{(int64(co.PSUM.PartitionKiB)*1024)%int64(co.PSUM.Banks) != 0, "hardware.core.psum.banks", fmt.Sprintf("%d banks do not divide %d KiB evenly", co.PSUM.Banks, co.PSUM.PartitionKiB)},
+		{!co.Tensor.MatmulMayCrossBanks && int64(co.Tensor.MovingFreeMax)*4 > bank, "hardware.core.tensor.moving_free_max", fmt.Sprintf("%d FP32 results do not fit one %d-byte PSUM bank (set matmul_may_cross_banks to allow it)", co.Tensor.MovingFreeMax, bank)},
+		{co.DMA.Engines > co.SBUF.Partitions || co.SBUF.Partitions%co.DMA.Engines != 0, "hardware.core.dma.engines", fmt.Sprintf("%d engines must divide the %d partitions evenly (each engine serves a block of partitions)", co.DMA.Engines, co.SBUF.Partitions)},
+		{co.DMA.Arbitration != "round_robin" && co.DMA.Arbitration != "qos", "hardware.core.dma.arbitration", fmt.Sprintf("must be round_robin or qos, got %q", co.DMA.Arbitration)},
+		{co.DMA.Arbitration == "qos" && co.DMA.QoSClasses < 1, "hardware.core.dma.qos_classes", "qos arbitration needs at least one class"},
+		{co.DMA.HardwareDGEBlocks > 0 && co.DMA.HardwareDGENs <= 0, "hardware.core.dma.hardware_dge_ns", "must be greater than 0 when hardware_dge_blocks is set"},
+		{co.AP.StrideMin > 0, "hardware.core.access_pattern.stride_min", fmt.Sprintf("must not be positive, got %d", co.AP.StrideMin)},
+		{!contains([]string{"none", "ring", "2d_torus", "3d_torus", "switched"}, h.Chip.Links.Topology), "hardware.chip.links.topology", fmt.Sprintf("must be none, ring, 2d_torus, 3d_torus or switched, got %q", h.Chip.Links.Topology)},
+		{co.Power.StartFraction > 1, "hardware.core.power.start_fraction", "must be at most 1"},
+		{co.Semaphores > 1<<20, "hardware.core.semaphores", "more than 2^20 semaphores per core is not supported"},
+		{co.SBUF.Partitions > 4096, "hardware.core.sbuf.partitions", "more than 4096 partitions is not supported"},
+		{h.Chips*h.Chip.Cores > 1<<16, "hardware.chips", "more than 65536 cores in total is not supported"},
+	}
+	for _, r := range rules {
+		if r.bad {
+			return c.errAtPath(r.path, "%s", r.msg)
+		}
+	}
+	return nil
+}
+
+// walkLeavesChecked is walkLeaves with each field's `check` tag.
+func walkLeavesChecked(v reflect.Value, path string, fn func(path string, v reflect.Value, rule string)) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		if tag == "" || tag == "-" || !f.IsExported() {
+			continue
+		}
+		p := joinPath(path, strings.Split(tag, ",")[0])
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct && !fv.Addr().Type().Implements(nodeDecoderType) {
+			walkLeavesChecked(fv, p, fn)
+			continue
+		}
+		fn(p, fv, f.Tag.Get("check"))
+	}
+}
+
+// unaryOps and binaryOps are the elementwise ops a workload may name.
+var (
+	unaryOps  = []string{"exp", "gelu", "silu", "relu", "tanh", "sigmoid", "copy", "square", "sqrt", "rsqrt"}
+	binaryOps = []string{"add", "subtract", "multiply", "max"}
+)
+
+func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
+	w := &c.Workload
+	if w.Kind == "" {
+		at := node
+		if at == nil {
+			return &Error{File: c.fileName(), Path: "workload.kind", Msg: fmt.Sprintf("required (kinds: %s)", strings.Join(WorkloadKinds, ", "))}
+		}
+		return d.errAt(at, "workload.kind", "required (kinds: %s)", strings.Join(WorkloadKinds, ", "))
+	}
+	if !contains(WorkloadKinds, w.Kind) {
+		return c.errAtPath("workload.kind", "unsupported workload kind %q (kinds: %s)", w.Kind, strings.Join(WorkloadKinds, ", "))
+	}
+	present := map[string]bool{"gemm": w.GEMM != nil, "elementwise": w.Elementwise != nil, "assembly": w.Assembly != nil}
+	for k, p := range present {
+		if p && k != w.Kind {
+			return c.errAtPath("workload.kind", "workload.%s is given but kind is %q", k, w.Kind)
+		}
+	}
+	if !present[w.Kind] {
+		return c.errAtPath("workload.kind", "kind %q needs a workload.%s section", w.Kind, w.Kind)
+	}
+	switch w.Kind {
+	case "gemm":
+		g := w.GEMM
+		for _, f := range []struct {
+			v    int64
+			name string
+		}{{g.M, "m"}, {g.K, "k"}, {g.N, "n"}} {
+			if f.v == 0 {
+				return c.errAtPath("workload.gemm."+f.name, "required")
+			}
+		}
+		if g.DType == "" {
+			g.DType = "bf16"
+		}
+		if g.OutDType == "" {
+			g.OutDType = g.DType
+		}
+		if g.ALayout == "" {
+			g.ALayout = "km"
+		}
+		if err := c.checkDType("workload.gemm.dtype", g.DType, true); err != nil {
+			return err
+		}
+		if err := c.checkDType("workload.gemm.out_dtype", g.OutDType, true); err != nil {
+			return err
+		}
+		if g.ALayout != "km" && g.ALayout != "mk" {
+			return c.errAtPath("workload.gemm.a_layout", "must be km (A stored as [K, M]) or mk (A stored as [M, K]), got %q", g.ALayout)
+		}
+	case "elementwise":
+		e := w.Elementwise
+		if e.Op == "" {
+			return c.errAtPath("workload.elementwise.op", "required (ops: %s, %s)", strings.Join(unaryOps, ", "), strings.Join(binaryOps, ", "))
+		}
+		if !contains(unaryOps, e.Op) && !contains(binaryOps, e.Op) {
+			return c.errAtPath("workload.elementwise.op", "unsupported op %q (ops: %s, %s)", e.Op, strings.Join(unaryOps, ", "), strings.Join(binaryOps, ", "))
+		}
+		if e.Rows == 0 {
+			return c.errAtPath("workload.elementwise.rows", "required")
+		}
+		if e.Cols == 0 {
+			return c.errAtPath("workload.elementwise.cols", "required")
+		}
+		if e.DType == "" {
+			e.DType = "bf16"
+		}
+		if err := c.checkDType("workload.elementwise.dtype", e.DType, true); err != nil {
+			return err
+		}
+		if e.Engine != "" && !contains([]string{"scalar", "vector", "gpsimd"}, e.Engine) {
+			return c.errAtPath("workload.elementwise.engine", "must be scalar, vector or gpsimd, got %q", e.Engine)
+		}
+		if e.Engine == "" {
+			e.Engine = "scalar"
+			if contains(binaryOps, e.Op) {
+				e.Engine = "vector"
+			}
+		}
+		if e.Engine == "scalar" && contains(binaryOps, e.Op) {
+			return c.errAtPath("workload.elementwise.engine", "ScalarE reads one input tensor; %s needs vector or gpsimd", e.Op)
+		}
+		if e.Engine != "scalar" && contains(unaryOps, e.Op) && e.Op != "copy" {
+			return c.errAtPath("workload.elementwise.engine", "activation functions run on scalar, not %s", e.Engine)
+		}
+	case "assembly":
+		a := w.Assembly
+		if a.File == "" {
+			return c.errAtPath("workload.assembly.file", "required")
+		}
+		a.File = c.ResolvePath(a.File)
+		if st, err := os.Stat(a.File); err != nil || st.IsDir() {
+			return c.errAtPath("workload.assembly.file", "%s: no such file", a.File)
+		}
+	}
+	l := &w.Lowering
+	if l.DGE != "" && !contains([]string{"none", "hw", "auto"}, l.DGE) {
+		return c.errAtPath("workload.lowering.dge", "must be none, hw or auto, got %q", l.DGE)
+	}
+	if l.DGE == "hw" && c.Hardware.Core.DMA.HardwareDGEBlocks == 0 {
+		return c.errAtPath("workload.lowering.dge", "hardware DGE needs NeuronCore-v3 or later (this hardware has no DGE blocks)")
+	}
+	if l.Evacuate != "" && !contains([]string{"vector", "scalar", "alternate"}, l.Evacuate) {
+		return c.errAtPath("workload.lowering.evacuate", "must be vector, scalar or alternate, got %q", l.Evacuate)
+	}
+	return nil
+}
+
+func (c *RunConfig) fileName() string {
+	if c.File == "" {
+		return DefaultConfigName
+	}
+	return c.File
+}
+
+// ResolvePath makes a path from the config relative to the config's folder.
+func (c *RunConfig) ResolvePath(p string) string {
+	if filepath.IsAbs(p) || c.File == "" || c.File == DefaultConfigName {
+		return p
+	}
+	return filepath.Join(filepath.Dir(c.File), p)
+}
+
+func (c *RunConfig) checkDType(path, name string, floatOnly bool) error {
+	dt, ok := isa.ParseDType(name)
+	if !ok {
+		return c.errAtPath(path, "unknown dtype %q (dtypes: %s)", name, strings.Join(isa.DTypeNames(), ", "))
+	}
+	if floatOnly && !dt.IsFloat() {
+		return c.errAtPath(path, "must be a floating-point dtype, got %s", name)
+	}
+	return nil
+}

@@ -17,6 +17,8 @@ import (
 type CostOverrides struct {
 	node *yaml.Node
 	file string
+	// origin names the file of every node when layers were merged.
+	origin map[*yaml.Node]string
 }
 
 func (c *CostOverrides) decodeNode(d *decoder, n *yaml.Node, path string) error {
@@ -26,14 +28,32 @@ func (c *CostOverrides) decodeNode(d *decoder, n *yaml.Node, path string) error 
 	if n.Kind != yaml.MappingNode {
 		return d.errAt(n, path, "expected a mapping, got %s", describe(n))
 	}
+	if c.origin == nil {
+		c.origin = map[*yaml.Node]string{}
+	}
+	markOrigin(c.origin, n, d.file)
 	if c.node != nil {
-		// A later layer (--set) merges into the earlier one.
+		// A later layer (--set) merges into the earlier one; the mappings
+		// the merge creates keep the earlier layer's positions.
+		first := c.origin[c.node]
 		c.node = mergeMappings(c.node, n)
+		markOrigin(c.origin, c.node, first)
 	} else {
 		c.node = n
 	}
 	c.file = d.file
 	return nil
+}
+
+// markOrigin records file as the origin of n and its descendants that have
+// none yet.
+func markOrigin(m map[*yaml.Node]string, n *yaml.Node, file string) {
+	if _, ok := m[n]; !ok {
+		m[n] = file
+	}
+	for _, c := range n.Content {
+		markOrigin(m, c, file)
+	}
 }
 
 // Empty reports whether no cost overrides were given.
@@ -101,6 +121,7 @@ func (a *costApplier) constants(n *yaml.Node, path string) error {
 		if !isConstName(k.Value) {
 			return a.d.errAt(k, cp, "constant names are UPPER_CASE letters, digits and underscores")
 		}
+		a.nodes[cp] = k
 		idx := -1
 		for i := range a.table.Constants {
 			if a.table.Constants[i].Name == k.Value {
@@ -153,7 +174,11 @@ func (a *costApplier) markOverride(source, tag *string, n *yaml.Node, path strin
 	if !a.override {
 		return
 	}
-	*source = fmt.Sprintf("set by %s:%d", a.d.file, n.Line)
+	loc := a.d.fileOf(n)
+	if n.Line > 0 {
+		loc += fmt.Sprintf(":%d", n.Line)
+	}
+	*source = "set by " + loc
 	*tag = "U"
 }
 
@@ -200,6 +225,7 @@ func (a *costApplier) engine(eng string, n *yaml.Node, path string) error {
 		if e, ok := isa.ParseEngine(eng); ok && !op.RunsOn(e) {
 			return a.d.errAt(k, opPath, "%s does not run on %s", op, eng)
 		}
+		a.nodes[opPath] = k
 		ri := -1
 		for i := range a.table.Rules {
 			if a.table.Rules[i].Engine == eng && a.table.Rules[i].Op == k.Value {

@@ -24,7 +24,10 @@ type Error struct {
 func (e *Error) Error() string {
 	loc := e.File
 	if e.Line > 0 {
-		loc += fmt.Sprintf(":%d:%d", e.Line, e.Col)
+		loc += fmt.Sprintf(":%d", e.Line)
+		if e.Col > 0 {
+			loc += fmt.Sprintf(":%d", e.Col)
+		}
 	}
 	if e.Path != "" {
 		return loc + ": " + e.Path + ": " + e.Msg
@@ -69,12 +72,24 @@ type decoder struct {
 	file string
 	// set records the position of every leaf path decoded.
 	set map[string]Source
+	// origin names the file of nodes merged from several layers (cost
+	// overrides given both in the config file and by --set); nodes not in it
+	// belong to file.
+	origin map[*yaml.Node]string
+}
+
+// fileOf returns the file a node was read from.
+func (d *decoder) fileOf(n *yaml.Node) string {
+	if f, ok := d.origin[n]; ok {
+		return f
+	}
+	return d.file
 }
 
 func newDecoder(file string) *decoder { return &decoder{file: file, set: map[string]Source{}} }
 
 func (d *decoder) errAt(n *yaml.Node, path, format string, args ...any) error {
-	e := &Error{File: d.file, Path: path, Msg: fmt.Sprintf(format, args...)}
+	e := &Error{File: d.fileOf(n), Path: path, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
 		e.Line, e.Col = n.Line, n.Column
 	}
@@ -122,7 +137,8 @@ func yamlError(file string, err error) error {
 			}
 		}
 	}
-	return &Error{File: file, Line: line, Col: 1, Msg: "invalid YAML: " + msg}
+	// The YAML library reports no column.
+	return &Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
 }
 
 // mappingPairs returns a mapping's key/value pairs, rejecting duplicate and
@@ -245,6 +261,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		if n.Tag != "!!int" {
 			if n.Tag == "!!float" {
+				// YAML reads an integer too large for 64 bits as a float.
+				if strings.Trim(strings.TrimLeft(s, "+-"), "0123456789_") == "" {
+					return d.errAt(n, path, "integer %q is out of range", s)
+				}
 				return d.errAt(n, path, "expected an integer, got %q", s)
 			}
 			return d.errAt(n, path, "expected an integer, got %s", describe(n))

@@ -104,16 +104,27 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 
 	// Hardware: the preset, then the file, then --set overrides.
 	hwNode := sections["hardware"]
+	setDec := newDecoder("--set")
 	preset := ""
-	for _, layer := range []*yaml.Node{hwNode, childOf(setLayer, "hardware")} {
-		if layer == nil || layer.Kind != yaml.MappingNode {
+	var presetNode *yaml.Node // where the preset was named
+	var presetDec *decoder    // and by which layer
+	for _, layer := range []struct {
+		dec  *decoder
+		node *yaml.Node
+	}{{d, hwNode}, {setDec, childOf(setLayer, "hardware")}} {
+		if layer.node == nil || (layer.node.Kind == yaml.ScalarNode && layer.node.Tag == "!!null") {
 			continue
 		}
-		if p := childOf(layer, "preset"); p != nil {
+		// Reject a malformed section here, before the preset is looked up,
+		// so the message names the real problem rather than a missing preset.
+		if _, err := layer.dec.mappingPairs(layer.node, "hardware"); err != nil {
+			return nil, err
+		}
+		if p := childOf(layer.node, "preset"); p != nil {
 			if p.Kind != yaml.ScalarNode || p.Tag != "!!str" {
-				return nil, d.errAt(p, "hardware.preset", "expected a preset name, got %s", describe(p))
+				return nil, layer.dec.errAt(p, "hardware.preset", "expected a preset name, got %s", describe(p))
 			}
-			preset = p.Value
+			preset, presetNode, presetDec = p.Value, p, layer.dec
 		}
 	}
 	if preset == "" {
@@ -125,11 +136,7 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	}
 	hw, hwSources, err := loadPreset(preset, 0)
 	if err != nil {
-		at := childOf(hwNode, "preset")
-		if at == nil {
-			return nil, &Error{File: "--set", Path: "hardware.preset", Msg: err.Error()}
-		}
-		return nil, d.errAt(at, "hardware.preset", "%v", err)
+		return nil, presetDec.errAt(presetNode, "hardware.preset", "%v", err)
 	}
 	cfg.Hardware = *hw
 	for k, v := range hwSources {
@@ -141,7 +148,6 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 		}
 		return dec.decode(n, reflect.ValueOf(into).Elem(), name)
 	}
-	setDec := newDecoder("--set")
 	layers := []struct {
 		dec  *decoder
 		root *yaml.Node
@@ -172,6 +178,7 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	ca := &costApplier{d: d, table: table, nodes: map[string]*yaml.Node{}, override: true}
 	if !cfg.Hardware.Costs.Empty() {
 		ca.d = newDecoder(cfg.Hardware.Costs.file)
+		ca.d.origin = cfg.Hardware.Costs.origin
 		if err := ca.apply(cfg.Hardware.Costs.node, "hardware.costs", false); err != nil {
 			return nil, err
 		}
@@ -218,7 +225,7 @@ func costCompileError(err error, ca *costApplier) error {
 	for path, n := range ca.nodes {
 		short := strings.TrimPrefix(path, "hardware.")
 		if strings.HasPrefix(msg, short+":") && n != nil {
-			return &Error{File: ca.d.file, Line: n.Line, Col: n.Column, Path: path, Msg: strings.TrimSpace(strings.TrimPrefix(msg, short+":"))}
+			return &Error{File: ca.d.fileOf(n), Line: n.Line, Col: n.Column, Path: path, Msg: strings.TrimSpace(strings.TrimPrefix(msg, short+":"))}
 		}
 	}
 	return &Error{File: ca.d.file, Path: "hardware", Msg: msg}

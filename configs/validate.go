@@ -49,7 +49,7 @@ func (c *RunConfig) validateHardware() error {
 		{co.Tensor.ArrayRows > co.SBUF.Partitions, "hardware.core.tensor.array_rows", fmt.Sprintf("%d rows exceed the %d SBUF partitions the contraction runs over", co.Tensor.ArrayRows, co.SBUF.Partitions)},
 		{co.Tensor.ArrayCols > co.SBUF.Partitions, "hardware.core.tensor.array_cols", fmt.Sprintf("%d columns exceed the %d PSUM partitions the output lands in", co.Tensor.ArrayCols, co.SBUF.Partitions)},
 		{(int64(co.PSUM.PartitionKiB)*1024)%int64(co.PSUM.Banks) != 0, "hardware.core.psum.banks", fmt.Sprintf("%d banks do not divide %d KiB evenly", co.PSUM.Banks, co.PSUM.PartitionKiB)},
-		{!co.Tensor.MatmulMayCrossBanks && int64(co.Tensor.MovingFreeMax)*4 > bank, "hardware.core.tensor.moving_free_max", fmt.Sprintf("%d FP32 results do not fit one %d-byte PSUM bank (set matmul_may_cross_banks to allow it)", co.Tensor.MovingFreeMax, bank)},
+		{!co.Tensor.MatmulMayCrossBanks && int64(co.Tensor.MovingFreeMax)*4 > bank, "hardware.core.tensor.moving_free_max", fmt.Sprintf("%d FP32 results do not fit one %d-byte PSUM bank (psum.partition_kib %d / psum.banks %d; set matmul_may_cross_banks to allow it)", co.Tensor.MovingFreeMax, bank, co.PSUM.PartitionKiB, co.PSUM.Banks)},
 		{co.DMA.Engines > co.SBUF.Partitions || co.SBUF.Partitions%co.DMA.Engines != 0, "hardware.core.dma.engines", fmt.Sprintf("%d engines must divide the %d partitions evenly (each engine serves a block of partitions)", co.DMA.Engines, co.SBUF.Partitions)},
 		{co.DMA.Arbitration != "round_robin" && co.DMA.Arbitration != "qos", "hardware.core.dma.arbitration", fmt.Sprintf("must be round_robin or qos, got %q", co.DMA.Arbitration)},
 		{co.DMA.Arbitration == "qos" && co.DMA.QoSClasses < 1, "hardware.core.dma.qos_classes", "qos arbitration needs at least one class"},
@@ -115,6 +115,14 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	if !present[w.Kind] {
 		return c.errAtPath("workload.kind", "kind %q needs a workload.%s section", w.Kind, w.Kind)
 	}
+	// required reports a missing field at the section that should hold it
+	// (when that section is in the file).
+	required := func(path, hint string) error {
+		if sec := childOf(node, w.Kind); sec != nil {
+			return d.errAt(sec, path, "required%s", hint)
+		}
+		return c.errAtPath(path, "required%s", hint)
+	}
 	switch w.Kind {
 	case "gemm":
 		g := w.GEMM
@@ -123,7 +131,7 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 			name string
 		}{{g.M, "m"}, {g.K, "k"}, {g.N, "n"}} {
 			if f.v == 0 {
-				return c.errAtPath("workload.gemm."+f.name, "required")
+				return required("workload.gemm."+f.name, "")
 			}
 		}
 		if g.DType == "" {
@@ -147,16 +155,16 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	case "elementwise":
 		e := w.Elementwise
 		if e.Op == "" {
-			return c.errAtPath("workload.elementwise.op", "required (ops: %s, %s)", strings.Join(unaryOps, ", "), strings.Join(binaryOps, ", "))
+			return required("workload.elementwise.op", fmt.Sprintf(" (ops: %s, %s)", strings.Join(unaryOps, ", "), strings.Join(binaryOps, ", ")))
 		}
 		if !contains(unaryOps, e.Op) && !contains(binaryOps, e.Op) {
 			return c.errAtPath("workload.elementwise.op", "unsupported op %q (ops: %s, %s)", e.Op, strings.Join(unaryOps, ", "), strings.Join(binaryOps, ", "))
 		}
 		if e.Rows == 0 {
-			return c.errAtPath("workload.elementwise.rows", "required")
+			return required("workload.elementwise.rows", "")
 		}
 		if e.Cols == 0 {
-			return c.errAtPath("workload.elementwise.cols", "required")
+			return required("workload.elementwise.cols", "")
 		}
 		if e.DType == "" {
 			e.DType = "bf16"
@@ -182,7 +190,7 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	case "assembly":
 		a := w.Assembly
 		if a.File == "" {
-			return c.errAtPath("workload.assembly.file", "required")
+			return required("workload.assembly.file", "")
 		}
 		a.File = c.ResolvePath(a.File)
 		if st, err := os.Stat(a.File); err != nil || st.IsDir() {

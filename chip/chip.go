@@ -1,0 +1,390 @@
+// Package chip builds a simulated system from a resolved run config — the
+// Akita engine, chips with their HBM, NeuronCores with their sequencers,
+// semaphore boards, DMA engines and the race detector — loads a Program into
+// it, runs it and collects the statistics. It holds the wiring, not the
+// engine internals.
+package chip
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/dma"
+	"github.com/trnsim/trnsim/engines"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/isa/asm"
+	"github.com/trnsim/trnsim/memory"
+)
+
+// Tracer receives the timeline: engine instructions, semaphore waits and
+// DMA engine shares.
+type Tracer interface {
+	engines.Tracer
+	dma.Tracer
+}
+
+// Options tune a run.
+type Options struct {
+	// Tracer, if set, receives every instruction (costs host time).
+	Tracer Tracer
+	// NoRaceCheck turns the data-race detector off (faster).
+	NoRaceCheck bool
+	// Progress is called about every ProgressEvery instructions.
+	Progress      func(instructions int64, simTime clock.Time)
+	ProgressEvery int64
+}
+
+// EngineResult are one engine's statistics.
+type EngineResult struct {
+	Engine       isa.Engine
+	Instructions int64
+	Busy         clock.Time
+	Stall        [engines.NumStallCauses]clock.Time
+	FirstStart   clock.Time
+	LastEnd      clock.Time
+	FLOPs        float64
+	OpCounts     map[isa.Opcode]int64
+}
+
+// CoreResult are one core's statistics.
+type CoreResult struct {
+	Chip, Core int32
+	Engines    [isa.NumEngines]EngineResult
+	DMA        dma.Stats
+	// PeakSBUFBytes and PeakPSUMBytes are the highest byte per partition the
+	// program's buffers occupy (static allocation).
+	PeakSBUFBytes, PeakPSUMBytes int64
+}
+
+// ChipResult are one chip's statistics.
+type ChipResult struct {
+	Chip          int32
+	Cores         []CoreResult
+	HBMReadBytes  int64
+	HBMWriteBytes int64
+}
+
+// Result is what a run produced.
+type Result struct {
+	SimTime      clock.Time
+	Instructions int64
+	Events       int64
+	HostTime     time.Duration
+	Chips        []ChipResult
+}
+
+// DeadlockError reports a program that cannot finish.
+type DeadlockError struct {
+	Stuck    []string
+	Finished int
+	Total    int
+}
+
+func (e *DeadlockError) Error() string {
+	kind := "deadlock"
+	if e.Finished > 0 {
+		kind = fmt.Sprintf("partial deadlock (%d of %d engines finished)", e.Finished, e.Total)
+	}
+	return fmt.Sprintf("%s: %d engine(s) can never continue:\n  %s", kind, len(e.Stuck), strings.Join(e.Stuck, "\n  "))
+}
+
+type coreKey struct{ chip, core int32 }
+
+// system is one simulation's wiring.
+type system struct {
+	cfg    *configs.RunConfig
+	prog   *isa.Program
+	sim    *engines.Sim
+	boards map[coreKey]*engines.SemBoard
+	cores  []*coreParts
+	hbm    []*memory.HBM
+}
+
+type coreParts struct {
+	key  coreKey
+	core *engines.Core
+	dma  *dma.Subsystem
+}
+
+// Describe prints an instruction with its assembly line for messages.
+func Describe(prog *isa.Program, in *isa.Instruction) string {
+	text := asm.FormatInstruction(prog, in)
+	if in.Line > 0 {
+		return fmt.Sprintf("line %d: %s", in.Line, text)
+	}
+	return text
+}
+
+// Run simulates prog on the hardware of cfg.
+func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, error) {
+	hostStart := time.Now()
+	h := &cfg.Hardware
+	limits := h.Limits()
+	for _, b := range prog.Buffers {
+		if err := limits.CheckBuffer(b); err != nil {
+			if b.Line > 0 {
+				return nil, fmt.Errorf("line %d: %w", b.Line, err)
+			}
+			return nil, err
+		}
+	}
+	// Active cores: those with an instruction stream.
+	active := map[coreKey]int{}
+	var order []coreKey
+	streams := map[coreKey]*[isa.NumEngines]isa.Stream{}
+	for _, src := range prog.Streams {
+		k := coreKey{src.Key.Chip, src.Key.Core}
+		if int(k.chip) >= h.Chips || int(k.core) >= h.Chip.Cores || k.chip < 0 || k.core < 0 {
+			return nil, fmt.Errorf("the program has instructions for chip %d core %d, but the hardware has %d chip(s) of %d cores",
+				k.chip, k.core, h.Chips, h.Chip.Cores)
+		}
+		if _, ok := active[k]; !ok {
+			active[k] = len(order)
+			order = append(order, k)
+			streams[k] = &[isa.NumEngines]isa.Stream{}
+		}
+		if streams[k][src.Key.Engine] != nil {
+			return nil, fmt.Errorf("the program has two streams for %s", src.Key)
+		}
+		streams[k][src.Key.Engine] = src.Open()
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].chip != order[j].chip {
+			return order[i].chip < order[j].chip
+		}
+		return order[i].core < order[j].core
+	})
+	for i, k := range order {
+		active[k] = i
+	}
+	co := &h.Core
+	perCore := int(isa.NumEngines) + co.DMA.QueuesPerEngine
+	agents := len(order) * perCore
+
+	s := &system{cfg: cfg, prog: prog, boards: map[coreKey]*engines.SemBoard{}}
+	s.sim = &engines.Sim{
+		Engine:        sim.NewSerialEngine(),
+		Describe:      func(in *isa.Instruction) string { return Describe(prog, in) },
+		Progress:      opts.Progress,
+		ProgressEvery: opts.ProgressEvery,
+	}
+	s.sim.Boards = func(chip, core int32) *engines.SemBoard {
+		k := coreKey{chip, core}
+		if b, ok := s.boards[k]; ok {
+			return b
+		}
+		if int(chip) < 0 || int(chip) >= h.Chips || int(core) < 0 || int(core) >= h.Chip.Cores {
+			return nil
+		}
+		b := engines.NewSemBoard(chip, core, co.Semaphores, agents)
+		s.boards[k] = b
+		return b
+	}
+	for c := 0; c < h.Chips; c++ {
+		stackBytes := int64(h.Chip.HBM.StackGiB * (1 << 30))
+		s.hbm = append(s.hbm, memory.NewHBM(h.Chip.HBM.Stacks, h.Chip.HBM.BandwidthGBps, stackBytes,
+			h.Chip.HBM.InterleaveBytes, clock.FromNanoseconds(h.Chip.HBM.LatencyNs)))
+	}
+	clocks := [isa.NumEngines]clock.Clock{}
+	clocks[isa.EngineTensor] = clock.New(co.Tensor.ClockGHz)
+	clocks[isa.EngineVector] = clock.New(co.Vector.ClockGHz)
+	clocks[isa.EngineScalar] = clock.New(co.Scalar.ClockGHz)
+	clocks[isa.EngineGpSimd] = clock.New(co.GpSimd.ClockGHz)
+	clocks[isa.EngineSync] = clock.New(co.Sync.ClockGHz)
+	power := engines.PowerParams{
+		Enabled:       co.Power.Enabled,
+		StartFraction: co.Power.StartFraction,
+		Ramp:          clock.FromNanoseconds(co.Power.RampUs * 1000),
+		Window:        clock.FromNanoseconds(co.Power.WindowUs * 1000),
+		LowUtil:       co.Power.LowUtilFraction,
+	}
+	for _, k := range order {
+		var race *memory.RaceDetector
+		if !opts.NoRaceCheck {
+			race = memory.NewRaceDetector()
+		}
+		board := s.sim.Boards(k.chip, k.core)
+		base := active[k] * perCore
+		dcfg := dma.Config{
+			Chip: k.chip, Core: k.core,
+			Engines:            co.DMA.Engines,
+			Queues:             co.DMA.QueuesPerEngine,
+			QueueDepth:         co.DMA.QueueDepth,
+			Partitions:         co.SBUF.Partitions,
+			EngineGBps:         co.DMA.EngineBandwidthGBps,
+			DescriptorMaxBytes: int64(co.DMA.DescriptorMaxKiB) * 1024,
+			DescriptorOverhead: clock.FromNanoseconds(co.DMA.DescriptorOverheadNs),
+			StartLatency:       clock.FromNanoseconds(co.DMA.StartLatencyNs),
+			CompletionLatency:  clock.FromNanoseconds(co.DMA.CompletionLatencyNs),
+			HWDGEBlocks:        co.DMA.HardwareDGEBlocks,
+			HWDGETime:          clock.FromNanoseconds(co.DMA.HardwareDGENs),
+			TransposeEffHBM:    co.DMA.TransposeEfficiencyHBM,
+			TransposeEffSBUF:   co.DMA.TransposeEfficiencySBUF,
+			AgentBase:          base + int(isa.NumEngines),
+			Agents:             agents,
+		}
+		if co.DMA.Arbitration == "qos" {
+			dcfg.QoSClasses = co.DMA.QoSClasses
+		}
+		simState := s.sim
+		var dtr dma.Tracer
+		if opts.Tracer != nil {
+			dtr = opts.Tracer
+		}
+		d := dma.New(dcfg, dma.Env{
+			Engine: simState.Engine,
+			Post: func(sem isa.SemRef, at clock.Time, add int64, vc memory.VClock) error {
+				b := simState.Boards(sem.Chip, sem.Core)
+				if b == nil {
+					return fmt.Errorf("semaphore s%d@%d.%d does not exist", sem.ID, sem.Chip, sem.Core)
+				}
+				b.Post(sem.ID, at, add, vc, simState.Now)
+				return nil
+			},
+			Now:      func() clock.Time { return simState.Now },
+			Failed:   func() bool { return simState.Err != nil },
+			Fail:     simState.Fail,
+			Event:    func() { simState.Events++ },
+			HBM:      s.hbm[k.chip],
+			Race:     race,
+			Tracer:   dtr,
+			Describe: simState.Describe,
+		})
+		var etr engines.Tracer
+		if opts.Tracer != nil {
+			etr = opts.Tracer
+		}
+		ccfg := engines.CoreConfig{
+			Chip: k.chip, Core: k.core,
+			Generation:               h.Generation,
+			Clocks:                   clocks,
+			Cost:                     cfg.Cost,
+			Limits:                   limits,
+			VectorGpSimdShareSBUF:    co.Ports.VectorGpSimdShareSBUF,
+			VectorScalarSharePSUM:    co.Ports.VectorScalarSharePSUM,
+			SamePSUMBankExclusive:    co.Ports.SamePSUMBankExclusive,
+			BackgroundLoadStationary: co.Tensor.BackgroundLoadStationary,
+			Power:                    power,
+			SoftwareDGECycles:        co.DMA.SoftwareDGECyclesPerDescriptor,
+			AgentBase:                base,
+			Agents:                   agents,
+		}
+		core := engines.NewCore(s.sim, ccfg, board, d, race, etr, *streams[k])
+		s.cores = append(s.cores, &coreParts{key: k, core: core, dma: d})
+	}
+	for _, cp := range s.cores {
+		cp.core.Start()
+	}
+	if err := s.sim.Engine.Run(); err != nil {
+		return nil, err
+	}
+	if s.sim.Err != nil {
+		return nil, s.sim.Err
+	}
+	if err := s.deadlock(); err != nil {
+		return nil, err
+	}
+	res := s.collect()
+	res.HostTime = time.Since(hostStart)
+	return res, nil
+}
+
+// deadlock reports every engine that did not finish its stream.
+func (s *system) deadlock() error {
+	de := &DeadlockError{}
+	for _, cp := range s.cores {
+		for _, seq := range cp.core.Seqs {
+			if seq == nil {
+				continue
+			}
+			de.Total++
+			if seq.Done() {
+				de.Finished++
+				continue
+			}
+			in, idx := seq.Current()
+			where := fmt.Sprintf("chip %d core %d %s", cp.key.chip, cp.key.core, seq.Engine())
+			if in == nil {
+				de.Stuck = append(de.Stuck, where+": stopped before fetching its next instruction")
+				continue
+			}
+			var waits []string
+			for _, w := range in.Waits {
+				b := s.sim.Boards(w.Sem.Chip, w.Sem.Core)
+				if v := b.Final(w.Sem.ID); v < w.Value {
+					waits = append(waits, fmt.Sprintf("s%d on chip %d core %d >= %d, which only ever reached %d", w.Sem.ID, w.Sem.Chip, w.Sem.Core, w.Value, v))
+				}
+			}
+			if in.Op == isa.OpBarrier {
+				if v := cp.core.Board.Final(in.Attrs.BarrierSem); v < in.Attrs.Target {
+					waits = append(waits, fmt.Sprintf("barrier s%d >= %d, which only ever reached %d", in.Attrs.BarrierSem, in.Attrs.Target, v))
+				}
+			}
+			if len(waits) == 0 {
+				if cause, _, _, ok := seq.Waiting(); ok && cause == engines.StallDMAQueue {
+					waits = append(waits, fmt.Sprintf("a free slot in DMA queue %d", in.Attrs.Queue))
+				} else {
+					waits = append(waits, "an event that never came")
+				}
+			}
+			de.Stuck = append(de.Stuck, fmt.Sprintf("%s at instruction #%d (%s) waits for %s",
+				where, idx, Describe(s.prog, in), strings.Join(waits, " and ")))
+		}
+	}
+	if len(de.Stuck) > 0 {
+		return de
+	}
+	return nil
+}
+
+func (s *system) collect() *Result {
+	res := &Result{Instructions: s.sim.Instructions, Events: s.sim.Events}
+	chips := map[int32]*ChipResult{}
+	var chipOrder []int32
+	for _, cp := range s.cores {
+		cr := CoreResult{Chip: cp.key.chip, Core: cp.key.core, DMA: cp.dma.Stats}
+		for _, seq := range cp.core.Seqs {
+			st := seq.Stats
+			cr.Engines[seq.Engine()] = EngineResult{Engine: seq.Engine(), Instructions: st.Instructions, Busy: st.BusyTime,
+				Stall: st.Stall, FirstStart: st.FirstStart, LastEnd: st.LastEnd, FLOPs: st.FLOPs, OpCounts: st.OpCounts}
+			if st.Instructions > 0 && st.LastEnd > res.SimTime {
+				res.SimTime = st.LastEnd
+			}
+		}
+		if cp.dma.Stats.LastCompletion > res.SimTime {
+			res.SimTime = cp.dma.Stats.LastCompletion
+		}
+		for _, b := range s.prog.Buffers {
+			if b.Chip != cp.key.chip || b.Core != cp.key.core {
+				continue
+			}
+			end := b.Offset + b.BytesPerPartition()
+			switch b.Mem {
+			case isa.MemSBUF:
+				cr.PeakSBUFBytes = max(cr.PeakSBUFBytes, end)
+			case isa.MemPSUM:
+				cr.PeakPSUMBytes = max(cr.PeakPSUMBytes, end)
+			}
+		}
+		ch, ok := chips[cp.key.chip]
+		if !ok {
+			ch = &ChipResult{Chip: cp.key.chip}
+			chips[cp.key.chip] = ch
+			chipOrder = append(chipOrder, cp.key.chip)
+		}
+		ch.Cores = append(ch.Cores, cr)
+	}
+	for _, c := range chipOrder {
+		ch := chips[c]
+		ch.HBMReadBytes = s.hbm[c].ReadBytes
+		ch.HBMWriteBytes = s.hbm[c].WriteBytes
+		res.Chips = append(res.Chips, *ch)
+	}
+	return res
+}

@@ -1,0 +1,469 @@
+// Package dma models a NeuronCore's DMA engines and queues (reference §4).
+//
+// A transfer (one DMA instruction) uses one queue ID on every DMA engine of
+// the core. Each engine serves a fixed block of partitions (128 / 16 = 8),
+// so a transfer becomes one share per engine: the rows of its partitions,
+// or nothing at all — an idle engine still writes its semaphore update, so
+// a transfer that signals s raises it by one per engine (16). Shares in one
+// queue of one engine run in order; an engine picks among its queues by
+// earliest readiness with round-robin tie-break (NC-v2/v3), or by QoS class
+// first (NC-v4). Bandwidth comes from the engines: a share occupies its
+// engine for a fixed cost per descriptor plus its bytes at the engine's
+// rate, and books its HBM bytes on the stack it touches. The fixed
+// trigger-to-semaphore latency (~1.3 us) is split into a start latency and a
+// completion latency that overlap across outstanding transfers instead of
+// occupying the engine. One simulation event per engine share that moves
+// bytes; none per byte or descriptor.
+package dma
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/memory"
+)
+
+// Config describes one core's DMA engines.
+type Config struct {
+	Chip, Core         int32
+	Engines            int
+	Queues             int
+	QueueDepth         int
+	Partitions         int
+	EngineGBps         float64 // bytes per ns
+	DescriptorMaxBytes int64
+	DescriptorOverhead clock.Time
+	StartLatency       clock.Time
+	CompletionLatency  clock.Time
+	HWDGEBlocks        int
+	HWDGETime          clock.Time
+	TransposeEffHBM    float64
+	TransposeEffSBUF   float64
+	// QoSClasses > 0 selects QoS arbitration: queue q is in class q mod
+	// QoSClasses, lower classes first.
+	QoSClasses int
+	// AgentBase is the vector-clock agent of queue 0; Agents the clock size.
+	AgentBase, Agents int
+}
+
+// Tracer receives every engine share as it is scheduled.
+type Tracer interface {
+	DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time)
+}
+
+// Env is what the DMA engines need from the rest of the simulation.
+type Env struct {
+	Engine sim.Engine
+	// Post increments a semaphore, effective at time at.
+	Post func(sem isa.SemRef, at clock.Time, add int64, vc memory.VClock) error
+	// Now returns the time of the event being handled.
+	Now func() clock.Time
+	// Failed reports whether the simulation has stopped on an error.
+	Failed   func() bool
+	Fail     func(error)
+	Event    func()
+	HBM      *memory.HBM
+	Race     *memory.RaceDetector
+	Tracer   Tracer
+	Describe func(*isa.Instruction) string
+}
+
+// EngineStats are one DMA engine's counters.
+type EngineStats struct {
+	Shares int64
+	Bytes  int64
+	// Active is the time the engine spent moving data (sum of share
+	// durations: an engine serves one share at a time).
+	Active clock.Time
+	// FirstByte and LastByte bound its activity.
+	FirstByte, LastByte clock.Time
+}
+
+// Stats are the core's DMA counters.
+type Stats struct {
+	Transfers      int64
+	Bytes          int64 // bytes written to the destination
+	QueueTransfers []int64
+	Engines        []EngineStats
+	// LastCompletion is when the last transfer's semaphore moved.
+	LastCompletion clock.Time
+}
+
+// Subsystem is a core's DMA engines and queues.
+type Subsystem struct {
+	cfg     Config
+	env     Env
+	engines []*Engine
+	// outstanding transfers per queue ID, and triggers waiting for a slot.
+	outstanding []int
+	queueWait   [][]func(clock.Time)
+	queueVC     []memory.VClock
+	dgeFree     []clock.Time
+	Stats       Stats
+	fsPerByte   float64
+}
+
+// New builds the DMA engines of one core.
+func New(cfg Config, env Env) *Subsystem {
+	d := &Subsystem{cfg: cfg, env: env,
+		outstanding: make([]int, cfg.Queues),
+		queueWait:   make([][]func(clock.Time), cfg.Queues),
+		dgeFree:     make([]clock.Time, cfg.HWDGEBlocks),
+		fsPerByte:   1e6 / cfg.EngineGBps,
+	}
+	d.Stats.QueueTransfers = make([]int64, cfg.Queues)
+	d.Stats.Engines = make([]EngineStats, cfg.Engines)
+	for q := 0; q < cfg.Queues; q++ {
+		d.queueVC = append(d.queueVC, make(memory.VClock, cfg.Agents))
+	}
+	for e := 0; e < cfg.Engines; e++ {
+		eng := &Engine{
+			ComponentBase: sim.NewComponentBase(fmt.Sprintf("Chip[%d].Core[%d].DMA[%d]", cfg.Chip, cfg.Core, e)),
+			sub:           d, index: e,
+			queues: make([][]*share, cfg.Queues),
+		}
+		d.Stats.Engines[e].FirstByte = clock.Never
+		d.engines = append(d.engines, eng)
+	}
+	return d
+}
+
+type transfer struct {
+	in         *isa.Instruction
+	queue      int16
+	ready      clock.Time
+	sharesLeft int
+	vc         memory.VClock
+}
+
+type share struct {
+	t        *transfer
+	bytes    int64
+	descs    int64
+	eff      float64
+	hbmAddr  int64
+	hbmBytes int64
+	hbmWrite bool
+}
+
+// QueueFull reports whether queue q holds QueueDepth outstanding transfers.
+func (d *Subsystem) QueueFull(q int16) bool { return d.outstanding[q] >= d.cfg.QueueDepth }
+
+// WaitQueue registers wake to be called when queue q frees a slot.
+func (d *Subsystem) WaitQueue(q int16, wake func(clock.Time)) {
+	d.queueWait[q] = append(d.queueWait[q], wake)
+}
+
+// plan describes how a transfer splits over the engines.
+type plan struct {
+	onChip   *isa.AccessPattern // the side whose partitions pick the engines (nil: HBM to HBM)
+	hbm      *isa.AccessPattern // the HBM side, if any
+	hbmWrite bool
+	rows     int64 // rows (partitions) in the transfer
+	rowBytes int64 // bytes moved per row (the larger side, for casts)
+	descsRow int64 // descriptors per row
+	eff      float64
+}
+
+func (d *Subsystem) plan(in *isa.Instruction) plan {
+	dst, src := &in.Outs[0].AP, &in.Ins[0].AP
+	p := plan{eff: 1}
+	switch {
+	case dst.Mem.OnChip():
+		p.onChip = dst
+	case src.Mem.OnChip():
+		p.onChip = src
+	}
+	if src.Mem == isa.MemHBM {
+		p.hbm = src
+	} else if dst.Mem == isa.MemHBM {
+		p.hbm, p.hbmWrite = dst, true
+	}
+	rowSide := dst
+	if p.onChip != nil {
+		rowSide = p.onChip
+	}
+	p.rows = int64(rowSide.PartCount)
+	if p.rows <= 0 {
+		p.rows = 1
+	}
+	total := max(dst.Bytes(), src.Bytes())
+	p.rowBytes = (total + p.rows - 1) / p.rows
+	// Descriptors: each row is split at every break in contiguity on either
+	// side and at the descriptor size limit.
+	run := func(ap *isa.AccessPattern) int64 {
+		r := ap.ContiguousRunElems() * int64(ap.DType.Bytes())
+		if ap.Mem == isa.MemHBM && ap.RowContiguous() {
+			r = ap.Bytes()
+		}
+		return max(r, 1)
+	}
+	chunk := min(run(dst), run(src), p.rowBytes)
+	if in.Op == isa.OpDMATranspose {
+		// Transposes move 2- or 4-byte elements in [partition, 16] blocks.
+		chunk = min(chunk, int64(16*dst.DType.Bytes()))
+	}
+	if in.Op == isa.OpDMAGather || in.Op == isa.OpDMAScatter {
+		chunk = min(chunk, p.rowBytes)
+	}
+	segs := (p.rowBytes + chunk - 1) / chunk
+	p.descsRow = segs * ((chunk + d.cfg.DescriptorMaxBytes - 1) / d.cfg.DescriptorMaxBytes)
+	if p.descsRow < 1 {
+		p.descsRow = 1
+	}
+	if in.Op == isa.OpDMATranspose {
+		p.eff = d.cfg.TransposeEffHBM
+		if src.Mem != isa.MemHBM {
+			p.eff = d.cfg.TransposeEffSBUF
+		}
+		// Transposes are issued in blocks, not per element: count one
+		// descriptor per 16-element column block per row.
+		p.descsRow = max(1, p.rowBytes/(int64(dst.DType.Bytes())*16*16))
+	}
+	return p
+}
+
+// Descriptors returns how many descriptors a transfer needs in total.
+func (d *Subsystem) Descriptors(in *isa.Instruction) int64 {
+	p := d.plan(in)
+	return p.rows * p.descsRow
+}
+
+// rowsOfEngine returns the rows engine e serves: [lo, hi) within the
+// transfer's rows.
+func (d *Subsystem) rowsOfEngine(p *plan, e int) (int64, int64) {
+	per := int64(d.cfg.Partitions / d.cfg.Engines)
+	if p.onChip != nil {
+		first := int64(p.onChip.PartStart)
+		lo := max(first, int64(e)*per)
+		hi := min(first+p.rows, int64(e+1)*per)
+		if hi <= lo {
+			return 0, 0
+		}
+		return lo - first, hi - first
+	}
+	// HBM to HBM: rows spread evenly.
+	n := int64(d.cfg.Engines)
+	each := (p.rows + n - 1) / n
+	lo := min(int64(e)*each, p.rows)
+	hi := min(lo+each, p.rows)
+	return lo, hi
+}
+
+// Submit queues a transfer triggered at time trigger by an agent whose
+// clock is vc.
+func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VClock) error {
+	q := in.Attrs.Queue
+	agent := d.cfg.AgentBase + int(q)
+	qvc := d.queueVC[q]
+	qvc.Join(vc)
+	qvc[agent]++
+	if d.env.Race != nil {
+		if err := d.checkRaces(in, agent, qvc); err != nil {
+			return err
+		}
+	}
+	p := d.plan(in)
+	ready := trigger + d.cfg.StartLatency
+	if in.Attrs.DGE == isa.DGEHardware && len(d.dgeFree) > 0 {
+		b := 0
+		for i := range d.dgeFree {
+			if d.dgeFree[i] < d.dgeFree[b] {
+				b = i
+			}
+		}
+		s := clock.Max(trigger, d.dgeFree[b])
+		d.dgeFree[b] = s + d.cfg.HWDGETime
+		ready = clock.Max(ready, d.dgeFree[b])
+	}
+	t := &transfer{in: in, queue: q, ready: ready, sharesLeft: d.cfg.Engines, vc: append(memory.VClock(nil), qvc...)}
+	d.outstanding[q]++
+	d.Stats.Transfers++
+	d.Stats.QueueTransfers[q]++
+	d.Stats.Bytes += in.Outs[0].AP.Bytes()
+	now := d.env.Now()
+	for e, eng := range d.engines {
+		lo, hi := d.rowsOfEngine(&p, e)
+		sh := &share{t: t, eff: p.eff}
+		if hi > lo {
+			rows := hi - lo
+			sh.bytes = rows * p.rowBytes
+			sh.descs = rows * p.descsRow
+			if p.hbm != nil {
+				sh.hbmBytes = sh.bytes
+				sh.hbmWrite = p.hbmWrite
+				sh.hbmAddr = p.hbm.Offset + lo*p.hbm.PartStride*int64(p.hbm.DType.Bytes())
+			}
+		}
+		eng.queues[q] = append(eng.queues[q], sh)
+		eng.kick(now)
+	}
+	return nil
+}
+
+func (d *Subsystem) checkRaces(in *isa.Instruction, agent int, vc memory.VClock) error {
+	var race *memory.Access
+	var mine memory.Access
+	in.Operands(func(op *isa.Operand, role isa.OperandRole) {
+		ap := &op.AP
+		if race != nil || !ap.Mem.OnChip() {
+			return
+		}
+		lo, hi := ap.ByteSpan()
+		a := memory.Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
+			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: agent, Epoch: vc[agent], Who: in,
+			AgentName: fmt.Sprintf("chip %d core %d DMA queue %d", d.cfg.Chip, d.cfg.Core, in.Attrs.Queue)}
+		if r := d.env.Race.Check(a, vc); r != nil {
+			race, mine = r, a
+		}
+	})
+	if race != nil {
+		return &memory.RaceError{First: *race, Second: mine, Describe: d.env.Describe}
+	}
+	return nil
+}
+
+// finish completes one engine's share of a transfer at time end.
+func (d *Subsystem) finish(sh *share, end clock.Time) {
+	t := sh.t
+	at := end + d.cfg.CompletionLatency
+	for _, sg := range t.in.Signal {
+		if err := d.env.Post(sg.Sem, at, sg.Add, t.vc); err != nil {
+			d.env.Fail(err)
+			return
+		}
+	}
+	if at > d.Stats.LastCompletion {
+		d.Stats.LastCompletion = at
+	}
+	t.sharesLeft--
+	if t.sharesLeft == 0 {
+		q := t.queue
+		d.outstanding[q]--
+		if w := d.queueWait[q]; len(w) > 0 {
+			d.queueWait[q] = nil
+			now := d.env.Now()
+			for _, wake := range w {
+				wake(now)
+			}
+		}
+	}
+}
+
+// Engine is one DMA engine: 16 queues served one share at a time.
+type Engine struct {
+	*sim.ComponentBase
+	sub    *Subsystem
+	index  int
+	queues [][]*share
+	rr     int
+	busy   bool
+	gen    uint64
+}
+
+type doneEvent struct {
+	at  clock.Time
+	vt  sim.VTimeInSec
+	eng *Engine
+	sh  *share
+}
+
+func (e *doneEvent) Time() sim.VTimeInSec { return e.vt }
+func (e *doneEvent) Handler() sim.Handler { return e.eng }
+func (e *doneEvent) IsSecondary() bool    { return false }
+
+// Handle completes the running share and starts the next.
+func (e *Engine) Handle(ev sim.Event) error {
+	de, ok := ev.(*doneEvent)
+	if !ok {
+		return nil
+	}
+	d := e.sub
+	if d.env.Event != nil {
+		d.env.Event()
+	}
+	if d.env.Failed() {
+		return nil
+	}
+	e.busy = false
+	d.finish(de.sh, de.at)
+	e.kick(de.at)
+	return nil
+}
+
+// pick chooses the next queue: QoS class first (NC-v4), then earliest
+// ready, then round-robin order from the last served queue.
+func (e *Engine) pick() int {
+	best := -1
+	n := len(e.queues)
+	classes := e.sub.cfg.QoSClasses
+	for i := 0; i < n; i++ {
+		q := (e.rr + i) % n
+		if len(e.queues[q]) == 0 {
+			continue
+		}
+		if best < 0 {
+			best = q
+			continue
+		}
+		bq, cq := e.queues[best][0], e.queues[q][0]
+		if classes > 0 && q%classes != best%classes {
+			if q%classes < best%classes {
+				best = q
+			}
+			continue
+		}
+		if cq.t.ready < bq.t.ready {
+			best = q
+		}
+	}
+	return best
+}
+
+// kick starts shares while the engine is idle. Shares that move no bytes
+// (the engine serves none of the transfer's partitions) only write the
+// semaphore update, in queue order, without an event.
+func (e *Engine) kick(now clock.Time) {
+	d := e.sub
+	for !e.busy {
+		q := e.pick()
+		if q < 0 {
+			return
+		}
+		sh := e.queues[q][0]
+		e.queues[q] = e.queues[q][1:]
+		e.rr = (q + 1) % len(e.queues)
+		start := clock.Max(now, sh.t.ready)
+		if sh.bytes == 0 {
+			d.finish(sh, start)
+			if d.env.Failed() {
+				return
+			}
+			continue
+		}
+		dur := clock.Time(float64(sh.descs)*float64(d.cfg.DescriptorOverhead) + math.Round(float64(sh.bytes)*d.fsPerByte/sh.eff))
+		end := start + dur
+		if sh.hbmBytes > 0 && d.env.HBM != nil {
+			end = clock.Max(end, d.env.HBM.Book(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, start))
+		}
+		st := &d.Stats.Engines[e.index]
+		st.Shares++
+		st.Bytes += sh.bytes
+		st.Active += end - start
+		if start < st.FirstByte {
+			st.FirstByte = start
+		}
+		if end > st.LastByte {
+			st.LastByte = end
+		}
+		if d.env.Tracer != nil {
+			d.env.Tracer.DMA(d.cfg.Chip, d.cfg.Core, e.index, sh.t.queue, sh.t.in, sh.bytes, start, end)
+		}
+		e.busy = true
+		d.env.Engine.Schedule(&doneEvent{at: end, vt: end.VTime(), eng: e, sh: sh})
+	}
+}

@@ -1,0 +1,154 @@
+package engines
+
+import (
+	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/memory"
+)
+
+// SemBoard holds one core's semaphores. Semaphores count up. An increment
+// is posted when the instruction (or DMA engine transfer) that makes it is
+// committed, with the time it takes effect; nothing ticks in between. A
+// waiting engine is woken with one event at the time the value it waits for
+// is reached — no Akita port messages on this path.
+type SemBoard struct {
+	Chip, Core int32
+	sems       []semaphore
+}
+
+type semaphore struct {
+	value   int64 // increments already in effect
+	pending []pending
+	vc      memory.VClock
+	waiters []*waiter
+	// posts counts increments, for reports.
+	posts int64
+}
+
+type pending struct {
+	at  clock.Time
+	add int64
+}
+
+type waiter struct {
+	seq    *Sequencer
+	target int64
+	wake   clock.Time // scheduled wake, or clock.Never
+}
+
+// NewSemBoard returns a board of n semaphores at zero; agents sizes the
+// vector clocks.
+func NewSemBoard(chip, core int32, n, agents int) *SemBoard {
+	b := &SemBoard{Chip: chip, Core: core, sems: make([]semaphore, n)}
+	for i := range b.sems {
+		b.sems[i].vc = make(memory.VClock, agents)
+	}
+	return b
+}
+
+// fold moves increments that took effect by now into the value.
+func (s *semaphore) fold(now clock.Time) {
+	n := 0
+	for n < len(s.pending) && s.pending[n].at <= now {
+		s.value += s.pending[n].add
+		n++
+	}
+	if n > 0 {
+		s.pending = append(s.pending[:0], s.pending[n:]...)
+	}
+}
+
+// ValueAt returns semaphore id's value at time t, counting every increment
+// posted so far that takes effect by t.
+func (b *SemBoard) ValueAt(id int32, t, now clock.Time) int64 {
+	s := &b.sems[id]
+	s.fold(now)
+	v := s.value
+	for _, p := range s.pending {
+		if p.at > t {
+			break
+		}
+		v += p.add
+	}
+	return v
+}
+
+// Final returns a semaphore's value once every posted increment is in
+// effect.
+func (b *SemBoard) Final(id int32) int64 {
+	s := &b.sems[id]
+	v := s.value
+	for _, p := range s.pending {
+		v += p.add
+	}
+	return v
+}
+
+// ReachTime returns when semaphore id reaches target given the increments
+// posted so far, or clock.Never.
+func (b *SemBoard) ReachTime(id int32, target int64, now clock.Time) clock.Time {
+	s := &b.sems[id]
+	s.fold(now)
+	if s.value >= target {
+		return now
+	}
+	v := s.value
+	for _, p := range s.pending {
+		v += p.add
+		if v >= target {
+			return p.at
+		}
+	}
+	return clock.Never
+}
+
+// VC returns the semaphore's vector clock (the join of its incrementers').
+func (b *SemBoard) VC(id int32) memory.VClock { return b.sems[id].vc }
+
+// Post adds add to semaphore id, effective at time at, from an agent whose
+// clock is vc. Waiters that the increment satisfies are woken at that time.
+func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, now clock.Time) {
+	s := &b.sems[id]
+	s.posts++
+	if vc != nil {
+		s.vc.Join(vc)
+	}
+	// Insert sorted by time (stable for equal times).
+	i := len(s.pending)
+	for i > 0 && s.pending[i-1].at > at {
+		i--
+	}
+	s.pending = append(s.pending, pending{})
+	copy(s.pending[i+1:], s.pending[i:])
+	s.pending[i] = pending{at: at, add: add}
+	if len(s.waiters) == 0 {
+		return
+	}
+	kept := s.waiters[:0]
+	for _, w := range s.waiters {
+		t := b.ReachTime(id, w.target, now)
+		if t == clock.Never {
+			kept = append(kept, w)
+			continue
+		}
+		if t < w.wake {
+			w.wake = t
+			w.seq.wakeAt(clock.Max(t, now))
+		}
+	}
+	s.waiters = kept
+}
+
+// addWaiter registers seq as waiting for semaphore id to reach target.
+func (b *SemBoard) addWaiter(id int32, seq *Sequencer, target int64) {
+	s := &b.sems[id]
+	for _, w := range s.waiters {
+		if w.seq == seq {
+			w.target, w.wake = target, clock.Never
+			return
+		}
+	}
+	s.waiters = append(s.waiters, &waiter{seq: seq, target: target, wake: clock.Never})
+}
+
+// Len returns the number of semaphores.
+func (b *SemBoard) Len() int { return len(b.sems) }

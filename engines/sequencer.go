@@ -1,0 +1,499 @@
+package engines
+
+import (
+	"fmt"
+
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/memory"
+)
+
+// Stats are one sequencer's counters.
+type Stats struct {
+	Instructions int64
+	// BusyTime is the union of the engine's issue intervals (for TensorE, of
+	// the moving and stationary paths).
+	BusyTime clock.Time
+	// Stall is the time the engine was ready but waited, by cause.
+	Stall [NumStallCauses]clock.Time
+	// FirstStart and LastEnd bound the engine's activity (LastEnd includes
+	// completion latency).
+	FirstStart, LastEnd clock.Time
+	// FLOPs counts TensorE multiply-accumulates x 2.
+	FLOPs float64
+	// OpCounts counts instructions per opcode.
+	OpCounts map[isa.Opcode]int64
+}
+
+// Sequencer is one engine of a core: it fetches its stream in order, waits
+// for semaphores, claims shared resources and commits each instruction with
+// its interval and latency.
+type Sequencer struct {
+	*sim.ComponentBase
+	core   *Core
+	eng    isa.Engine
+	clk    clock.Clock
+	stream isa.Stream
+	agent  int
+	vc     memory.VClock
+
+	cur      *isa.Instruction
+	curIndex int64 // index of cur in the stream
+	curFresh bool  // cur not yet validated
+	// freeAt is when the engine can start its next instruction.
+	freeAt clock.Time
+	// waitStart is when cur began waiting for something (-1: not waiting).
+	waitStart clock.Time
+	waitSem   isa.SemRef
+	waitCause StallCause
+	// barrierPosted is set once a barrier instruction has signalled.
+	barrierPosted bool
+
+	gen      uint64
+	pendingT clock.Time // time of the scheduled issue event, or Never
+	done     bool
+	busyEnd  clock.Time
+
+	inflight [4]inflightWrite
+	inflN    int
+
+	tensor tensorState
+	Stats  Stats
+	env    isa.CostEnv
+}
+
+type inflightWrite struct {
+	mem        isa.Memory
+	plo, phi   int32
+	lo, hi     int64
+	completion clock.Time
+}
+
+type issueEvent struct {
+	at  clock.Time
+	vt  sim.VTimeInSec
+	seq *Sequencer
+	gen uint64
+}
+
+func (e *issueEvent) Time() sim.VTimeInSec { return e.vt }
+func (e *issueEvent) Handler() sim.Handler { return e.seq }
+func (e *issueEvent) IsSecondary() bool    { return false }
+
+func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
+	name := fmt.Sprintf("Chip[%d].Core[%d].%s", c.Cfg.Chip, c.Cfg.Core, seqNames[e])
+	s := &Sequencer{
+		ComponentBase: sim.NewComponentBase(name),
+		core:          c,
+		eng:           e,
+		clk:           c.Cfg.Clocks[e],
+		stream:        st,
+		agent:         c.Cfg.AgentBase + int(e),
+		vc:            make(memory.VClock, c.Cfg.Agents),
+		waitStart:     -1,
+		pendingT:      clock.Never,
+		curIndex:      -1,
+	}
+	s.Stats.FirstStart = clock.Never
+	s.Stats.OpCounts = map[isa.Opcode]int64{}
+	s.tensor.power.init(c.Cfg.Power)
+	if st == nil {
+		s.done = true
+	}
+	return s
+}
+
+var seqNames = [...]string{"TensorEngine", "VectorEngine", "ScalarEngine", "GpSimdEngine", "SyncEngine"}
+
+// Engine returns which engine this is.
+func (s *Sequencer) Engine() isa.Engine { return s.eng }
+
+// Done reports whether the stream has been fully issued.
+func (s *Sequencer) Done() bool { return s.done }
+
+// Current returns the instruction the sequencer is stuck on (nil if done),
+// with its index in the stream.
+func (s *Sequencer) Current() (*isa.Instruction, int64) { return s.cur, s.curIndex }
+
+// Waiting returns what the sequencer waits for when stuck.
+func (s *Sequencer) Waiting() (cause StallCause, sem isa.SemRef, since clock.Time, ok bool) {
+	return s.waitCause, s.waitSem, s.waitStart, s.waitStart >= 0
+}
+
+// wakeAt schedules an issue attempt at t unless one is already due earlier.
+func (s *Sequencer) wakeAt(t clock.Time) {
+	if s.done || t >= s.pendingT {
+		return
+	}
+	s.gen++
+	s.pendingT = t
+	s.core.Sim.Engine.Schedule(&issueEvent{at: t, vt: t.VTime(), seq: s, gen: s.gen})
+}
+
+// Handle runs an issue attempt.
+func (s *Sequencer) Handle(e sim.Event) error {
+	ev, ok := e.(*issueEvent)
+	if !ok || ev.gen != s.gen {
+		return nil
+	}
+	simState := s.core.Sim
+	simState.Events++
+	if simState.Err != nil {
+		return nil
+	}
+	s.pendingT = clock.Never
+	now := ev.at
+	simState.Now = now
+	s.step(now)
+	return nil
+}
+
+// step issues as many instructions as can be committed at this event.
+func (s *Sequencer) step(now clock.Time) {
+	for !s.done {
+		if s.cur == nil {
+			in, err := s.stream.Next()
+			if err != nil {
+				s.core.Sim.Fail(fmt.Errorf("chip %d core %d %s stream: %w", s.core.Cfg.Chip, s.core.Cfg.Core, s.eng, err))
+				return
+			}
+			if in == nil {
+				s.done = true
+				return
+			}
+			s.cur = in
+			s.curIndex++
+			if err := s.core.Cfg.Limits.Check(in); err != nil {
+				s.core.Sim.Fail(fmt.Errorf("%s: %w", s.core.Sim.Describe(in), err))
+				return
+			}
+			if in.Engine != s.eng || in.Chip != s.core.Cfg.Chip || in.Core != s.core.Cfg.Core {
+				s.core.Sim.Fail(fmt.Errorf("%s: instruction for chip %d core %d %s found in the stream of chip %d core %d %s",
+					s.core.Sim.Describe(in), in.Chip, in.Core, in.Engine, s.core.Cfg.Chip, s.core.Cfg.Core, s.eng))
+				return
+			}
+		}
+		next, ok := s.tryIssue(now)
+		if !ok {
+			return
+		}
+		s.cur = nil
+		s.barrierPosted = false
+		if next > now {
+			s.wakeAt(next)
+			return
+		}
+	}
+}
+
+func (s *Sequencer) startWait(now clock.Time, cause StallCause, sem isa.SemRef) {
+	if s.waitStart < 0 {
+		s.waitStart = clock.Max(now, s.freeAt)
+	}
+	s.waitCause = cause
+	s.waitSem = sem
+}
+
+// tryIssue tries to commit s.cur. It returns the time of the next issue
+// attempt and true, or false when the instruction must wait for an event
+// (a semaphore increment nobody has posted yet, or a DMA queue slot).
+func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
+	in := s.cur
+	c := s.core
+	ready := s.clk.Edge(clock.Max(now, s.freeAt))
+	t := ready
+	cause := StallCause(255)
+
+	// Barrier: signal every listed core once, then wait locally.
+	if in.Op == isa.OpBarrier && !s.barrierPosted {
+		for _, r := range in.Attrs.BarrierCores {
+			b := c.Sim.Boards(r.Chip, r.Core)
+			if b == nil {
+				c.Sim.Fail(fmt.Errorf("%s: barrier names chip %d core %d, which is not simulated", c.Sim.Describe(in), r.Chip, r.Core))
+				return 0, false
+			}
+			b.Post(r.ID, t, 1, s.vc, now)
+		}
+		s.barrierPosted = true
+	}
+
+	// Semaphore waits: the instruction starts once each is reached.
+	for i := range in.Waits {
+		w := &in.Waits[i]
+		b := c.Sim.Boards(w.Sem.Chip, w.Sem.Core)
+		at := b.ReachTime(w.Sem.ID, w.Value, now)
+		if at == clock.Never {
+			s.startWait(now, StallSemaphore, w.Sem)
+			b.addWaiter(w.Sem.ID, s, w.Value)
+			return 0, false
+		}
+		if at > t {
+			t, cause = s.clk.Edge(at), StallSemaphore
+			s.waitSem = w.Sem
+		}
+	}
+	if in.Op == isa.OpBarrier {
+		local := isa.SemRef{Chip: c.Cfg.Chip, Core: c.Cfg.Core, ID: in.Attrs.BarrierSem}
+		at := c.Board.ReachTime(local.ID, in.Attrs.Target, now)
+		if at == clock.Never {
+			s.startWait(now, StallSemaphore, local)
+			c.Board.addWaiter(local.ID, s, in.Attrs.Target)
+			return 0, false
+		}
+		if at > t {
+			t, cause = s.clk.Edge(at), StallSemaphore
+			s.waitSem = local
+		}
+	}
+
+	// A DMA trigger needs a free slot in its queue.
+	if in.Op.IsDMA() && c.DMA.QueueFull(in.Attrs.Queue) {
+		s.startWait(now, StallDMAQueue, isa.SemRef{})
+		c.DMA.WaitQueue(in.Attrs.Queue, s.wakeAt)
+		return 0, false
+	}
+
+	// Acquire the happens-before of every wait.
+	for i := range in.Waits {
+		w := &in.Waits[i]
+		s.vc.Join(c.Sim.Boards(w.Sem.Chip, w.Sem.Core).VC(w.Sem.ID))
+	}
+	if in.Op == isa.OpBarrier {
+		s.vc.Join(c.Board.VC(in.Attrs.BarrierSem))
+	}
+	s.vc[s.agent]++
+
+	// Cost.
+	isa.FillEnv(in, &s.env)
+	if s.eng == isa.EngineTensor {
+		s.env[isa.VarNS] = float64(s.tensor.statCols)
+	}
+	flags := c.Cfg.Cost.Flags(in)
+	cost := c.Cfg.Cost.Cost(in, flags, &s.env)
+	interval := s.clk.Cycles(cost.IntervalCycles)
+	latency := s.clk.Cycles(cost.LatencyCycles)
+	if in.Op.IsDMA() && in.Attrs.DGE == isa.DGESoftware {
+		extra := s.clk.CyclesF(float64(c.DMA.Descriptors(in)) * c.Cfg.SoftwareDGECycles)
+		interval += extra
+		latency += extra
+	}
+
+	var start clock.Time
+	var next clock.Time
+	var powerExtra clock.Time
+	switch s.eng {
+	case isa.EngineTensor:
+		var pathReady clock.Time
+		start, interval, latency, next, powerExtra, cause, pathReady = s.tensorPlan(in, t, cause, interval, latency)
+		ready = clock.Max(ready, pathReady)
+	default:
+		start = t
+		// The engine's own in-flight results (RAW and WAW interlock).
+		if dep := s.dependencyTime(in, start); dep > start {
+			start, cause = s.clk.Edge(dep), StallDependency
+		}
+		// Shared ports and PSUM banks.
+		start, cause = s.claimPorts(in, start, interval, cause)
+		next = start + interval
+		s.recordInflight(in, start+latency)
+	}
+
+	// Stall accounting: the gap between ready and start goes to the binding
+	// cause.
+	if start > ready && cause != 255 {
+		s.Stats.Stall[cause] += start - ready
+	}
+	if s.waitStart >= 0 {
+		// Time spent blocked before this event.
+		if ready > s.waitStart {
+			s.Stats.Stall[s.waitCause] += ready - s.waitStart
+		}
+		if c.Tracer != nil && s.waitCause == StallSemaphore {
+			c.Tracer.Wait(c.Cfg.Chip, c.Cfg.Core, s.eng, in, s.waitSem, s.waitStart, start)
+		}
+		s.waitStart = -1
+	} else if cause == StallSemaphore && start > ready && c.Tracer != nil {
+		c.Tracer.Wait(c.Cfg.Chip, c.Cfg.Core, s.eng, in, s.waitSem, ready, start)
+	}
+	s.Stats.Stall[StallPower] += powerExtra
+
+	// Data races against every other agent.
+	if c.Race != nil && !in.Op.IsDMA() {
+		if err := s.checkRaces(in); err != nil {
+			c.Sim.Fail(err)
+			return 0, false
+		}
+	}
+
+	completion := start + latency
+	for i := range in.Signal {
+		sg := &in.Signal[i]
+		if in.Op.IsDMA() {
+			break // the DMA engines signal when the transfer completes
+		}
+		c.Sim.Boards(sg.Sem.Chip, sg.Sem.Core).Post(sg.Sem.ID, completion, sg.Add, s.vc, now)
+	}
+	if in.Op.IsDMA() {
+		if err := c.DMA.Submit(in, start+interval, s.vc); err != nil {
+			c.Sim.Fail(fmt.Errorf("%s: %w", c.Sim.Describe(in), err))
+			return 0, false
+		}
+	}
+
+	// Statistics.
+	end := start + interval
+	st := &s.Stats
+	st.Instructions++
+	st.OpCounts[in.Op]++
+	if start < st.FirstStart {
+		st.FirstStart = start
+	}
+	if completion > st.LastEnd {
+		st.LastEnd = completion
+	}
+	if end > s.busyEnd {
+		from := clock.Max(start, s.busyEnd)
+		st.BusyTime += end - from
+		s.busyEnd = end
+	}
+	if c.Tracer != nil {
+		c.Tracer.Instruction(c.Cfg.Chip, c.Cfg.Core, s.eng, in, start, end)
+	}
+	sm := c.Sim
+	sm.Instructions++
+	if sm.Progress != nil && sm.ProgressEvery > 0 && sm.Instructions%sm.ProgressEvery == 0 {
+		sm.Progress(sm.Instructions, now)
+	}
+	if s.eng != isa.EngineTensor {
+		s.freeAt = next
+	}
+	return next, true
+}
+
+// claimPorts delays start until every shared port or PSUM bank the
+// instruction needs is free for its interval, and books them.
+func (s *Sequencer) claimPorts(in *isa.Instruction, start, interval clock.Time, cause StallCause) (clock.Time, StallCause) {
+	c := s.core
+	var ports [4]*memory.Port
+	var causes [4]StallCause
+	n := 0
+	usesSBUF, usesPSUM := false, false
+	in.Operands(func(op *isa.Operand, _ isa.OperandRole) {
+		switch op.AP.Mem {
+		case isa.MemSBUF:
+			usesSBUF = true
+		case isa.MemPSUM:
+			usesPSUM = true
+			if c.Cfg.SamePSUMBankExclusive && n < len(ports) && (s.eng == isa.EngineVector || s.eng == isa.EngineScalar || s.eng == isa.EngineGpSimd) {
+				lo, _ := op.AP.ByteSpan()
+				bank := int(lo / c.Cfg.Limits.PSUMBankBytes())
+				if bank < len(c.psumBank) {
+					p := c.psumBank[bank]
+					dup := false
+					for i := 0; i < n; i++ {
+						dup = dup || ports[i] == p
+					}
+					if !dup {
+						ports[n], causes[n] = p, StallPSUMBank
+						n++
+					}
+				}
+			}
+		}
+	})
+	if usesSBUF && c.Cfg.VectorGpSimdShareSBUF && (s.eng == isa.EngineVector || s.eng == isa.EngineGpSimd) && n < len(ports) {
+		ports[n], causes[n] = c.sbufVG, StallPort
+		n++
+	}
+	if usesPSUM && c.Cfg.VectorScalarSharePSUM && (s.eng == isa.EngineVector || s.eng == isa.EngineScalar) && n < len(ports) {
+		ports[n], causes[n] = c.psumVS, StallPort
+		n++
+	}
+	if n == 0 {
+		return start, cause
+	}
+	owner := int(s.eng)
+	// Find a start that suits every port (each Earliest only moves forward).
+	for changed := true; changed; {
+		changed = false
+		for i := 0; i < n; i++ {
+			ports[i].Prune(s.core.Sim.Now)
+			if e := ports[i].Earliest(start, interval, owner); e > start {
+				start, cause, changed = s.clk.Edge(e), causes[i], true
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		ports[i].Reserve(start, interval, owner)
+	}
+	return start, cause
+}
+
+// dependencyTime returns when the engine's own in-flight writes that the
+// instruction touches are complete.
+func (s *Sequencer) dependencyTime(in *isa.Instruction, t clock.Time) clock.Time {
+	dep := t
+	if s.inflN == 0 {
+		return dep
+	}
+	in.Operands(func(op *isa.Operand, _ isa.OperandRole) {
+		ap := &op.AP
+		if !ap.Mem.OnChip() {
+			return
+		}
+		lo, hi := ap.ByteSpan()
+		for i := 0; i < s.inflN; i++ {
+			w := &s.inflight[i]
+			if w.completion <= dep || w.mem != ap.Mem || w.plo >= ap.PartStart+ap.PartCount || ap.PartStart >= w.phi || w.lo >= hi || lo >= w.hi {
+				continue
+			}
+			dep = w.completion
+		}
+	})
+	return dep
+}
+
+func (s *Sequencer) recordInflight(in *isa.Instruction, completion clock.Time) {
+	for i := range in.Outs {
+		ap := &in.Outs[i].AP
+		if !ap.Mem.OnChip() {
+			continue
+		}
+		lo, hi := ap.ByteSpan()
+		w := inflightWrite{mem: ap.Mem, plo: ap.PartStart, phi: ap.PartStart + ap.PartCount, lo: lo, hi: hi, completion: completion}
+		if s.inflN < len(s.inflight) {
+			s.inflight[s.inflN] = w
+			s.inflN++
+		} else {
+			copy(s.inflight[:], s.inflight[1:])
+			s.inflight[len(s.inflight)-1] = w
+		}
+	}
+}
+
+func (s *Sequencer) checkRaces(in *isa.Instruction) error {
+	c := s.core
+	var race *memory.Access
+	var mine memory.Access
+	in.Operands(func(op *isa.Operand, role isa.OperandRole) {
+		ap := &op.AP
+		if race != nil || !ap.Mem.OnChip() {
+			return
+		}
+		lo, hi := ap.ByteSpan()
+		a := memory.Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
+			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: s.agent, Epoch: s.vc[s.agent], Who: in,
+			AgentName: c.agentName(s.eng)}
+		// TensorE accumulation into PSUM reads and writes the same bytes;
+		// only the write is recorded.
+		if r := c.Race.Check(a, s.vc); r != nil {
+			race, mine = r, a
+		}
+	})
+	if race != nil {
+		return &memory.RaceError{First: *race, Second: mine, Describe: c.Sim.Describe}
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package engines
+
+import (
+	"math"
+
+	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/isa"
+)
+
+// tensorState models TensorE's two paths: the moving path that streams
+// MultiplyMoving tiles through the PE array, and the stationary path that
+// loads weights. With background LoadStationary the array holds the active
+// weights and a shadow copy: the next LoadStationary fills the shadow while
+// the current multiply runs, and may start as soon as the previous weights
+// have been taken into use.
+type tensorState struct {
+	movingFree clock.Time // moving path free
+	lsFree     clock.Time // stationary path free
+	statReady  clock.Time // latest stationary loaded
+	statCols   int64      // its free size (NS in the cost formula)
+	statUsed   bool       // an MM has started with the latest stationary
+	firstUse   clock.Time // when that MM started
+	power      powerState
+}
+
+// tensorPlan times a TensorE instruction: its start, its (possibly
+// throttled) interval and latency, the sequencer's next issue attempt and the
+// extra time the power ramp cost.
+func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCause, interval, latency clock.Time) (start, iv, lat, next, powerExtra clock.Time, why StallCause, pathReadyOut clock.Time) {
+	ts := &s.tensor
+	bg := s.core.Cfg.BackgroundLoadStationary
+	why = cause
+	var pathReady clock.Time
+	switch in.Op {
+	case isa.OpLoadStationary:
+		pathReady = ts.lsFree
+		if !bg {
+			pathReady = clock.Max(pathReady, ts.movingFree)
+		}
+		start = clock.Max(t, pathReady)
+		if bg && ts.statUsed && ts.firstUse > start {
+			// The shadow frees when the previous weights are taken into use.
+			start, why = ts.firstUse, StallDependency
+		}
+		ts.lsFree = start + interval
+		ts.statReady = ts.lsFree
+		ts.statCols = in.Ins[0].AP.FreeSize()
+		ts.statUsed = false
+	case isa.OpMultiplyMoving, isa.OpTranspose:
+		pathReady = ts.movingFree
+		if in.Op == isa.OpTranspose {
+			pathReady = clock.Max(pathReady, ts.lsFree)
+		}
+		start = clock.Max(t, pathReady)
+		if in.Op == isa.OpMultiplyMoving && ts.statReady > start {
+			start, why = ts.statReady, StallDependency
+		}
+		throttled := ts.power.throttle(start, interval)
+		powerExtra = throttled - interval
+		interval = throttled
+		latency += powerExtra
+		ts.movingFree = start + interval
+		if in.Op == isa.OpTranspose {
+			ts.lsFree = ts.movingFree
+		} else if !ts.statUsed {
+			ts.statUsed, ts.firstUse = true, start
+		}
+		if in.Op == isa.OpMultiplyMoving {
+			mv := &in.Ins[0].AP
+			k := float64(mv.PartCount) * float64(modeFactor(in.Attrs.PerfMode))
+			s.Stats.FLOPs += 2 * k * float64(in.Outs[0].AP.PartCount) * float64(mv.FreeSize())
+		}
+	default:
+		// Sequencer-only instructions (DMA triggers, semaphores, nop).
+		start = t
+	}
+	start = s.clk.Edge(start)
+	pathReadyOut = s.clk.Edge(pathReady)
+	// Time the engine spent on its own busy path is not a stall.
+	if pathReadyOut > t && start == pathReadyOut {
+		why = 255
+	}
+	next = start + s.clk.Cycles(1)
+	if in.Op != isa.OpLoadStationary && in.Op != isa.OpMultiplyMoving && in.Op != isa.OpTranspose {
+		next = start + interval
+	}
+	s.freeAt = next
+	return start, interval, latency, next, powerExtra, why, pathReadyOut
+}
+
+func modeFactor(perf uint8) int {
+	switch perf {
+	case 2:
+		return 2
+	case 4:
+		return 4
+	}
+	return 1
+}
+
+// PowerParams configure TensorE's dI/dt throttle (reference §2.2, S13).
+type PowerParams struct {
+	Enabled       bool
+	StartFraction float64    // throughput fraction when the throttle engages
+	Ramp          clock.Time // sustained work to reach full rate
+	Window        clock.Time // utilisation window
+	LowUtil       float64    // below this utilisation the throttle re-engages
+}
+
+// powerState tracks the throttle level and an exponentially weighted
+// utilisation with time constant Window. The throttle starts engaged; busy
+// time raises the level linearly to 1 over Ramp; when the utilisation decays
+// below LowUtil over an idle gap, it engages again.
+type powerState struct {
+	p       PowerParams
+	level   float64
+	util    float64
+	lastEnd clock.Time
+}
+
+func (ps *powerState) init(p PowerParams) {
+	ps.p = p
+	ps.level = p.StartFraction
+	ps.util = 1
+}
+
+// throttle returns the interval of an instruction that starts at start with
+// nominal interval d, and advances the state.
+func (ps *powerState) throttle(start, d clock.Time) clock.Time {
+	if !ps.p.Enabled || d <= 0 {
+		return d
+	}
+	if gap := start - ps.lastEnd; gap > 0 && ps.lastEnd > 0 {
+		ps.util *= math.Exp(-float64(gap) / float64(ps.p.Window))
+		if ps.util < ps.p.LowUtil {
+			ps.level = ps.p.StartFraction
+			ps.util = 1
+		}
+	}
+	out := clock.Time(math.Ceil(float64(d) / ps.level))
+	ps.util = 1 - (1-ps.util)*math.Exp(-float64(out)/float64(ps.p.Window))
+	ps.level += (1 - ps.p.StartFraction) * float64(out) / float64(ps.p.Ramp)
+	if ps.level > 1 {
+		ps.level = 1
+	}
+	ps.lastEnd = start + out
+	return out
+}

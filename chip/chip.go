@@ -300,7 +300,7 @@ func (s *system) deadlock() error {
 	de := &DeadlockError{}
 	for _, cp := range s.cores {
 		for _, seq := range cp.core.Seqs {
-			if seq == nil {
+			if seq == nil || !seq.HasStream() {
 				continue
 			}
 			de.Total++

@@ -4,16 +4,19 @@
 // the core. Each engine serves a fixed block of partitions (128 / 16 = 8),
 // so a transfer becomes one share per engine: the rows of its partitions,
 // or nothing at all — an idle engine still writes its semaphore update, so
-// a transfer that signals s raises it by one per engine (16). Shares in one
-// queue of one engine run in order; an engine picks among its queues by
-// earliest readiness with round-robin tie-break (NC-v2/v3), or by QoS class
-// first (NC-v4). Bandwidth comes from the engines: a share occupies its
-// engine for a fixed cost per descriptor plus its bytes at the engine's
-// rate, and books its HBM bytes on the stack it touches. The fixed
-// trigger-to-semaphore latency (~1.3 us) is split into a start latency and a
-// completion latency that overlap across outstanding transfers instead of
-// occupying the engine. One simulation event per engine share that moves
-// bytes; none per byte or descriptor.
+// a transfer that signals s raises it by one per engine (16).
+//
+// Shares in one queue of one engine run in order. An engine serves the
+// shares at the heads of its queues together, splitting its bandwidth evenly
+// among them (on NC-v4 only the highest-priority QoS class present is
+// served): the hardware interleaves queues descriptor by descriptor, and
+// this processor-sharing model follows that without an event per
+// descriptor. A share needs a fixed engine time per descriptor plus its
+// bytes at the engine's rate, and books its HBM bytes on the stack it
+// touches. The fixed trigger-to-semaphore latency (~1.3 us) is split into a
+// start latency and a completion latency that overlap across outstanding
+// transfers instead of occupying the engine. A share costs at most two
+// events (it becomes ready, it completes); none per byte or descriptor.
 package dma
 
 import (
@@ -148,7 +151,15 @@ type share struct {
 	hbmAddr  int64
 	hbmBytes int64
 	hbmWrite bool
+	// Once active: when it started, the engine time it still needs at the
+	// full rate, and the HBM stack it holds (-1: none).
+	start     clock.Time
+	remaining float64
+	stack     int
 }
+
+// engineID numbers an engine uniquely on its chip.
+func (d *Subsystem) engineID(e int) int { return int(d.cfg.Core)*d.cfg.Engines + e }
 
 // QueueFull reports whether queue q holds QueueDepth outstanding transfers.
 func (d *Subsystem) QueueFull(q int16) bool { return d.outstanding[q] >= d.cfg.QueueDepth }
@@ -203,10 +214,6 @@ func (d *Subsystem) plan(in *isa.Instruction) plan {
 		return max(r, 1)
 	}
 	chunk := min(run(dst), run(src), p.rowBytes)
-	if in.Op == isa.OpDMATranspose {
-		// Transposes move 2- or 4-byte elements in [partition, 16] blocks.
-		chunk = min(chunk, int64(16*dst.DType.Bytes()))
-	}
 	if in.Op == isa.OpDMAGather || in.Op == isa.OpDMAScatter {
 		chunk = min(chunk, p.rowBytes)
 	}
@@ -216,13 +223,12 @@ func (d *Subsystem) plan(in *isa.Instruction) plan {
 		p.descsRow = 1
 	}
 	if in.Op == isa.OpDMATranspose {
+		// The same descriptors as a copy, at the stated fraction of the
+		// copy's throughput (reference §4).
 		p.eff = d.cfg.TransposeEffHBM
 		if src.Mem != isa.MemHBM {
 			p.eff = d.cfg.TransposeEffSBUF
 		}
-		// Transposes are issued in blocks, not per element: count one
-		// descriptor per 16-element column block per row.
-		p.descsRow = max(1, p.rowBytes/(int64(dst.DType.Bytes())*16*16))
 	}
 	return p
 }
@@ -300,7 +306,7 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 			}
 		}
 		eng.queues[q] = append(eng.queues[q], sh)
-		eng.kick(now)
+		eng.update(now)
 	}
 	return nil
 }
@@ -354,32 +360,37 @@ func (d *Subsystem) finish(sh *share, end clock.Time) {
 	}
 }
 
-// Engine is one DMA engine: 16 queues served one share at a time.
+// Engine is one DMA engine: 16 queues whose head shares it serves together.
 type Engine struct {
 	*sim.ComponentBase
 	sub    *Subsystem
 	index  int
 	queues [][]*share
-	rr     int
-	busy   bool
-	gen    uint64
+	// active[q] is the share of queue q being served (nil: none).
+	active  []*share
+	nActive int
+	last    clock.Time // when remaining works were last brought up to date
+	gen     uint64
+	pending clock.Time // time of the scheduled event, or Never
+	// busySince is when the engine last went from idle to busy.
+	busySince clock.Time
 }
 
-type doneEvent struct {
+type wakeEvent struct {
 	at  clock.Time
 	vt  sim.VTimeInSec
 	eng *Engine
-	sh  *share
+	gen uint64
 }
 
-func (e *doneEvent) Time() sim.VTimeInSec { return e.vt }
-func (e *doneEvent) Handler() sim.Handler { return e.eng }
-func (e *doneEvent) IsSecondary() bool    { return false }
+func (e *wakeEvent) Time() sim.VTimeInSec { return e.vt }
+func (e *wakeEvent) Handler() sim.Handler { return e.eng }
+func (e *wakeEvent) IsSecondary() bool    { return false }
 
-// Handle completes the running share and starts the next.
+// Handle brings the engine up to date at the event's time.
 func (e *Engine) Handle(ev sim.Event) error {
-	de, ok := ev.(*doneEvent)
-	if !ok {
+	we, ok := ev.(*wakeEvent)
+	if !ok || we.gen != e.gen {
 		return nil
 	}
 	d := e.sub
@@ -389,81 +400,160 @@ func (e *Engine) Handle(ev sim.Event) error {
 	if d.env.Failed() {
 		return nil
 	}
-	e.busy = false
-	d.finish(de.sh, de.at)
-	e.kick(de.at)
+	e.pending = clock.Never
+	e.update(we.at)
 	return nil
 }
 
-// pick chooses the next queue: QoS class first (NC-v4), then earliest
-// ready, then round-robin order from the last served queue.
-func (e *Engine) pick() int {
-	best := -1
-	n := len(e.queues)
+// served returns the QoS class being served (-1: every active share).
+func (e *Engine) servedClass() int {
 	classes := e.sub.cfg.QoSClasses
-	for i := 0; i < n; i++ {
-		q := (e.rr + i) % n
-		if len(e.queues[q]) == 0 {
-			continue
-		}
-		if best < 0 {
-			best = q
-			continue
-		}
-		bq, cq := e.queues[best][0], e.queues[q][0]
-		if classes > 0 && q%classes != best%classes {
-			if q%classes < best%classes {
-				best = q
-			}
-			continue
-		}
-		if cq.t.ready < bq.t.ready {
-			best = q
+	if classes <= 0 {
+		return -1
+	}
+	best := -1
+	for q, sh := range e.active {
+		if sh != nil && (best < 0 || q%classes < best) {
+			best = q % classes
 		}
 	}
 	return best
 }
 
-// kick starts shares while the engine is idle. Shares that move no bytes
-// (the engine serves none of the transfer's partitions) only write the
-// semaphore update, in queue order, without an event.
-func (e *Engine) kick(now clock.Time) {
-	d := e.sub
-	for !e.busy {
-		q := e.pick()
-		if q < 0 {
-			return
+func (e *Engine) isServed(q, class int) bool {
+	return class < 0 || q%e.sub.cfg.QoSClasses == class
+}
+
+// advance charges the time since the last update to the served shares.
+func (e *Engine) advance(now clock.Time) {
+	if now <= e.last {
+		return
+	}
+	if e.nActive > 0 {
+		class := e.servedClass()
+		n := 0
+		for q, sh := range e.active {
+			if sh != nil && e.isServed(q, class) {
+				n++
+			}
 		}
-		sh := e.queues[q][0]
-		e.queues[q] = e.queues[q][1:]
-		e.rr = (q + 1) % len(e.queues)
-		start := clock.Max(now, sh.t.ready)
-		if sh.bytes == 0 {
-			d.finish(sh, start)
+		per := float64(now-e.last) / float64(n)
+		for q, sh := range e.active {
+			if sh != nil && e.isServed(q, class) {
+				sh.remaining -= per
+			}
+		}
+	}
+	e.last = now
+}
+
+// update completes finished shares, starts ready ones and schedules the
+// next event.
+func (e *Engine) update(now clock.Time) {
+	d := e.sub
+	if e.active == nil {
+		e.active = make([]*share, len(e.queues))
+		e.pending = clock.Never
+	}
+	e.advance(now)
+	// Complete shares whose work is done (half a femtosecond of rounding).
+	for q, sh := range e.active {
+		if sh != nil && sh.remaining <= 0.5 {
+			e.active[q] = nil
+			e.nActive--
+			e.retire(sh, now)
 			if d.env.Failed() {
 				return
 			}
-			continue
 		}
-		dur := clock.Time(float64(sh.descs)*float64(d.cfg.DescriptorOverhead) + math.Round(float64(sh.bytes)*d.fsPerByte/sh.eff))
-		end := start + dur
-		if sh.hbmBytes > 0 && d.env.HBM != nil {
-			end = clock.Max(end, d.env.HBM.Book(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, start))
-		}
-		st := &d.Stats.Engines[e.index]
-		st.Shares++
-		st.Bytes += sh.bytes
-		st.Active += end - start
-		if start < st.FirstByte {
-			st.FirstByte = start
-		}
-		if end > st.LastByte {
-			st.LastByte = end
-		}
-		if d.env.Tracer != nil {
-			d.env.Tracer.DMA(d.cfg.Chip, d.cfg.Core, e.index, sh.t.queue, sh.t.in, sh.bytes, start, end)
-		}
-		e.busy = true
-		d.env.Engine.Schedule(&doneEvent{at: end, vt: end.VTime(), eng: e, sh: sh})
 	}
+	// Start the head of every idle queue that is ready; shares that move
+	// no bytes only write their semaphore update, in queue order.
+	nextReady := clock.Never
+	for q := range e.queues {
+		for e.active[q] == nil && len(e.queues[q]) > 0 {
+			sh := e.queues[q][0]
+			if sh.bytes == 0 {
+				e.queues[q] = e.queues[q][1:]
+				d.finish(sh, clock.Max(now, sh.t.ready))
+				if d.env.Failed() {
+					return
+				}
+				continue
+			}
+			if sh.t.ready > now {
+				nextReady = clock.Min(nextReady, sh.t.ready)
+				break
+			}
+			e.queues[q] = e.queues[q][1:]
+			e.activate(q, sh, now)
+		}
+	}
+	// Next completion at the current sharing.
+	next := nextReady
+	if e.nActive > 0 {
+		class := e.servedClass()
+		n := 0
+		for q, sh := range e.active {
+			if sh != nil && e.isServed(q, class) {
+				n++
+			}
+		}
+		for q, sh := range e.active {
+			if sh != nil && e.isServed(q, class) {
+				t := now + clock.Time(math.Ceil(sh.remaining*float64(n)))
+				next = clock.Min(next, t)
+			}
+		}
+	}
+	if next != clock.Never && next != e.pending {
+		e.gen++
+		e.pending = next
+		d.env.Engine.Schedule(&wakeEvent{at: next, vt: next.VTime(), eng: e, gen: e.gen})
+	}
+}
+
+// activate starts serving sh from queue q at time now.
+func (e *Engine) activate(q int, sh *share, now clock.Time) {
+	d := e.sub
+	work := float64(sh.descs)*float64(d.cfg.DescriptorOverhead) + float64(sh.bytes)*d.fsPerByte/sh.eff
+	sh.stack = -1
+	if sh.hbmBytes > 0 && d.env.HBM != nil {
+		// A share cannot outrun its part of the HBM stack.
+		stack, slow := d.env.HBM.Begin(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, d.engineID(e.index), d.cfg.EngineGBps)
+		sh.stack = stack
+		work = work*slow + float64(d.env.HBM.Latency())
+	}
+	sh.start = now
+	sh.remaining = math.Round(work)
+	if e.nActive == 0 {
+		e.busySince = now
+	}
+	e.active[q] = sh
+	e.nActive++
+	st := &d.Stats.Engines[e.index]
+	st.Shares++
+	st.Bytes += sh.bytes
+	if now < st.FirstByte {
+		st.FirstByte = now
+	}
+}
+
+// retire records a finished share and signals its transfer.
+func (e *Engine) retire(sh *share, now clock.Time) {
+	d := e.sub
+	if sh.stack >= 0 {
+		d.env.HBM.End(sh.stack, d.engineID(e.index))
+	}
+	st := &d.Stats.Engines[e.index]
+	if now > st.LastByte {
+		st.LastByte = now
+	}
+	if e.nActive == 0 {
+		st.Active += now - e.busySince
+	}
+	if d.env.Tracer != nil {
+		d.env.Tracer.DMA(d.cfg.Chip, d.cfg.Core, e.index, sh.t.queue, sh.t.in, sh.bytes, sh.start, now)
+	}
+	d.finish(sh, now)
 }

@@ -110,6 +110,9 @@ var seqNames = [...]string{"TensorEngine", "VectorEngine", "ScalarEngine", "GpSi
 // Engine returns which engine this is.
 func (s *Sequencer) Engine() isa.Engine { return s.eng }
 
+// HasStream reports whether the engine has an instruction stream.
+func (s *Sequencer) HasStream() bool { return s.stream != nil }
+
 // Done reports whether the stream has been fully issued.
 func (s *Sequencer) Done() bool { return s.done }
 

@@ -49,7 +49,7 @@ type EngineResult struct {
 	FirstStart   clock.Time
 	LastEnd      clock.Time
 	FLOPs        float64
-	OpCounts     map[isa.Opcode]int64
+	OpCounts     [isa.NumOpcodes]int64
 }
 
 // CoreResult are one core's statistics.

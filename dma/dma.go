@@ -22,6 +22,7 @@ package dma
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/sarchlab/akita/v3/sim"
 
@@ -98,6 +99,7 @@ type Stats struct {
 
 // Subsystem is a core's DMA engines and queues.
 type Subsystem struct {
+	*sim.ComponentBase
 	cfg     Config
 	env     Env
 	engines []*Engine
@@ -108,11 +110,16 @@ type Subsystem struct {
 	dgeFree     []clock.Time
 	Stats       Stats
 	fsPerByte   float64
+	gen         uint64
+	pending     clock.Time // time of the scheduled event, or Never
+	touched     []*transfer
+	scratch     []*share
 }
 
 // New builds the DMA engines of one core.
 func New(cfg Config, env Env) *Subsystem {
-	d := &Subsystem{cfg: cfg, env: env,
+	d := &Subsystem{ComponentBase: sim.NewComponentBase(fmt.Sprintf("Chip[%d].Core[%d].DMA", cfg.Chip, cfg.Core)),
+		cfg: cfg, env: env, pending: clock.Never,
 		outstanding: make([]int, cfg.Queues),
 		queueWait:   make([][]func(clock.Time), cfg.Queues),
 		dgeFree:     make([]clock.Time, cfg.HWDGEBlocks),
@@ -124,11 +131,7 @@ func New(cfg Config, env Env) *Subsystem {
 		d.queueVC = append(d.queueVC, make(memory.VClock, cfg.Agents))
 	}
 	for e := 0; e < cfg.Engines; e++ {
-		eng := &Engine{
-			ComponentBase: sim.NewComponentBase(fmt.Sprintf("Chip[%d].Core[%d].DMA[%d]", cfg.Chip, cfg.Core, e)),
-			sub:           d, index: e,
-			queues: make([][]*share, cfg.Queues),
-		}
+		eng := &Engine{sub: d, index: e, queues: make([][]*share, cfg.Queues), active: make([]*share, cfg.Queues), nextAt: clock.Never}
 		d.Stats.Engines[e].FirstByte = clock.Never
 		d.engines = append(d.engines, eng)
 	}
@@ -141,6 +144,9 @@ type transfer struct {
 	ready      clock.Time
 	sharesLeft int
 	vc         memory.VClock
+	// unposted semaphore updates (shares finished at unpostedAt).
+	unposted   int64
+	unpostedAt clock.Time
 }
 
 type share struct {
@@ -292,9 +298,11 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 	d.Stats.QueueTransfers[q]++
 	d.Stats.Bytes += in.Outs[0].AP.Bytes()
 	now := d.env.Now()
+	slab := make([]share, len(d.engines))
 	for e, eng := range d.engines {
 		lo, hi := d.rowsOfEngine(&p, e)
-		sh := &share{t: t, eff: p.eff}
+		sh := &slab[e]
+		*sh = share{t: t, eff: p.eff}
 		if hi > lo {
 			rows := hi - lo
 			sh.bytes = rows * p.rowBytes
@@ -306,8 +314,11 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 			}
 		}
 		eng.queues[q] = append(eng.queues[q], sh)
-		eng.update(now)
+		eng.queued++
+		eng.ready |= 1 << q
+		eng.dirty = true
 	}
+	d.update(now)
 	return nil
 }
 
@@ -334,15 +345,22 @@ func (d *Subsystem) checkRaces(in *isa.Instruction, agent int, vc memory.VClock)
 }
 
 // finish completes one engine's share of a transfer at time end.
+//
+// Semaphore updates of shares of one transfer that finish at the same time
+// are posted together (one increment of n rather than n of one) when the
+// update that retired them ends: the same values at the same times, fewer
+// board operations.
 func (d *Subsystem) finish(sh *share, end clock.Time) {
 	t := sh.t
 	at := end + d.cfg.CompletionLatency
-	for _, sg := range t.in.Signal {
-		if err := d.env.Post(sg.Sem, at, sg.Add, t.vc); err != nil {
-			d.env.Fail(err)
-			return
-		}
+	if t.unposted > 0 && t.unpostedAt != at {
+		d.post(t)
 	}
+	if t.unposted == 0 {
+		d.touched = append(d.touched, t)
+	}
+	t.unposted++
+	t.unpostedAt = at
 	if at > d.Stats.LastCompletion {
 		d.Stats.LastCompletion = at
 	}
@@ -360,18 +378,47 @@ func (d *Subsystem) finish(sh *share, end clock.Time) {
 	}
 }
 
+// post writes a transfer's pending semaphore updates.
+func (d *Subsystem) post(t *transfer) {
+	for _, sg := range t.in.Signal {
+		if err := d.env.Post(sg.Sem, t.unpostedAt, sg.Add*t.unposted, t.vc); err != nil {
+			d.env.Fail(err)
+			break
+		}
+	}
+	t.unposted = 0
+}
+
+// flush posts every pending semaphore update.
+func (d *Subsystem) flush() {
+	for i, t := range d.touched {
+		if t.unposted > 0 {
+			d.post(t)
+		}
+		d.touched[i] = nil
+	}
+	d.touched = d.touched[:0]
+}
+
 // Engine is one DMA engine: 16 queues whose head shares it serves together.
+// The engines of a core are brought up to date together by their Subsystem,
+// which schedules one Akita event for the earliest change among them: the
+// shares of one transfer usually start and finish at the same time on every
+// engine, so a transfer costs about two events rather than two per engine.
 type Engine struct {
-	*sim.ComponentBase
 	sub    *Subsystem
 	index  int
 	queues [][]*share
-	// active[q] is the share of queue q being served (nil: none).
-	active  []*share
-	nActive int
-	last    clock.Time // when remaining works were last brought up to date
-	gen     uint64
-	pending clock.Time // time of the scheduled event, or Never
+	queued int    // shares waiting in queues
+	ready  uint64 // bit q set: queue q has waiting shares
+	// nextAt is the engine's next change; dirty marks a new share.
+	nextAt clock.Time
+	dirty  bool
+	// active[q] is the share of queue q being served (nil: none); activeQs
+	// lists those queues.
+	active   []*share
+	activeQs []int
+	last     clock.Time // when remaining works were last brought up to date
 	// busySince is when the engine last went from idle to busy.
 	busySince clock.Time
 }
@@ -379,41 +426,62 @@ type Engine struct {
 type wakeEvent struct {
 	at  clock.Time
 	vt  sim.VTimeInSec
-	eng *Engine
+	sub *Subsystem
 	gen uint64
 }
 
 func (e *wakeEvent) Time() sim.VTimeInSec { return e.vt }
-func (e *wakeEvent) Handler() sim.Handler { return e.eng }
+func (e *wakeEvent) Handler() sim.Handler { return e.sub }
 func (e *wakeEvent) IsSecondary() bool    { return false }
 
-// Handle brings the engine up to date at the event's time.
-func (e *Engine) Handle(ev sim.Event) error {
+// Handle brings the engines up to date at the event's time.
+func (d *Subsystem) Handle(ev sim.Event) error {
 	we, ok := ev.(*wakeEvent)
-	if !ok || we.gen != e.gen {
+	if !ok || we.gen != d.gen {
 		return nil
 	}
-	d := e.sub
 	if d.env.Event != nil {
 		d.env.Event()
 	}
 	if d.env.Failed() {
 		return nil
 	}
-	e.pending = clock.Never
-	e.update(we.at)
+	d.pending = clock.Never
+	d.update(we.at)
 	return nil
 }
 
-// served returns the QoS class being served (-1: every active share).
+// update brings every engine with work up to date and schedules the next
+// event.
+func (d *Subsystem) update(now clock.Time) {
+	next := clock.Never
+	for _, e := range d.engines {
+		if e.dirty || e.nextAt <= now {
+			e.dirty = false
+			e.nextAt = e.update(now)
+			if d.env.Failed() {
+				return
+			}
+		}
+		next = clock.Min(next, e.nextAt)
+	}
+	d.flush()
+	if next != clock.Never && next != d.pending {
+		d.gen++
+		d.pending = next
+		d.env.Engine.Schedule(&wakeEvent{at: next, vt: next.VTime(), sub: d, gen: d.gen})
+	}
+}
+
+// servedClass returns the QoS class being served (-1: every active share).
 func (e *Engine) servedClass() int {
 	classes := e.sub.cfg.QoSClasses
 	if classes <= 0 {
 		return -1
 	}
 	best := -1
-	for q, sh := range e.active {
-		if sh != nil && (best < 0 || q%classes < best) {
+	for _, q := range e.activeQs {
+		if best < 0 || q%classes < best {
 			best = q % classes
 		}
 	}
@@ -424,94 +492,113 @@ func (e *Engine) isServed(q, class int) bool {
 	return class < 0 || q%e.sub.cfg.QoSClasses == class
 }
 
+// servedCount returns how many active shares are being served.
+func (e *Engine) servedCount(class int) int {
+	if class < 0 {
+		return len(e.activeQs)
+	}
+	n := 0
+	for _, q := range e.activeQs {
+		if e.isServed(q, class) {
+			n++
+		}
+	}
+	return n
+}
+
 // advance charges the time since the last update to the served shares.
 func (e *Engine) advance(now clock.Time) {
 	if now <= e.last {
 		return
 	}
-	if e.nActive > 0 {
+	if len(e.activeQs) > 0 {
 		class := e.servedClass()
-		n := 0
-		for q, sh := range e.active {
-			if sh != nil && e.isServed(q, class) {
-				n++
-			}
-		}
-		per := float64(now-e.last) / float64(n)
-		for q, sh := range e.active {
-			if sh != nil && e.isServed(q, class) {
-				sh.remaining -= per
+		per := float64(now-e.last) / float64(e.servedCount(class))
+		for _, q := range e.activeQs {
+			if e.isServed(q, class) {
+				e.active[q].remaining -= per
 			}
 		}
 	}
 	e.last = now
 }
 
-// update completes finished shares, starts ready ones and schedules the
-// next event.
-func (e *Engine) update(now clock.Time) {
+// update completes finished shares, starts ready ones and returns the time
+// of the engine's next change (or Never).
+func (e *Engine) update(now clock.Time) clock.Time {
 	d := e.sub
-	if e.active == nil {
-		e.active = make([]*share, len(e.queues))
-		e.pending = clock.Never
-	}
 	e.advance(now)
 	// Complete shares whose work is done (half a femtosecond of rounding).
-	for q, sh := range e.active {
-		if sh != nil && sh.remaining <= 0.5 {
-			e.active[q] = nil
-			e.nActive--
-			e.retire(sh, now)
-			if d.env.Failed() {
-				return
+	if len(e.activeQs) > 0 {
+		kept := e.activeQs[:0]
+		done := d.scratch[:0]
+		for _, q := range e.activeQs {
+			if sh := e.active[q]; sh.remaining <= 0.5 {
+				e.active[q] = nil
+				done = append(done, sh)
+			} else {
+				kept = append(kept, q)
 			}
 		}
+		e.activeQs = kept
+		for i, sh := range done {
+			e.retire(sh, now)
+			done[i] = nil
+			if d.env.Failed() {
+				return clock.Never
+			}
+		}
+		d.scratch = done[:0]
 	}
 	// Start the head of every idle queue that is ready; shares that move
 	// no bytes only write their semaphore update, in queue order.
-	nextReady := clock.Never
-	for q := range e.queues {
-		for e.active[q] == nil && len(e.queues[q]) > 0 {
-			sh := e.queues[q][0]
-			if sh.bytes == 0 {
-				e.queues[q] = e.queues[q][1:]
-				d.finish(sh, clock.Max(now, sh.t.ready))
-				if d.env.Failed() {
-					return
+	next := clock.Never
+	if e.queued > 0 {
+		for bits := e.ready; bits != 0; bits &= bits - 1 {
+			q := bits2q(bits)
+			for e.active[q] == nil && len(e.queues[q]) > 0 {
+				sh := e.queues[q][0]
+				if sh.bytes == 0 {
+					e.pop(q)
+					d.finish(sh, clock.Max(now, sh.t.ready))
+					if d.env.Failed() {
+						return clock.Never
+					}
+					continue
 				}
-				continue
+				if sh.t.ready > now {
+					next = clock.Min(next, sh.t.ready)
+					break
+				}
+				e.pop(q)
+				e.activate(q, sh, now)
 			}
-			if sh.t.ready > now {
-				nextReady = clock.Min(nextReady, sh.t.ready)
-				break
-			}
-			e.queues[q] = e.queues[q][1:]
-			e.activate(q, sh, now)
 		}
 	}
 	// Next completion at the current sharing.
-	next := nextReady
-	if e.nActive > 0 {
+	if len(e.activeQs) > 0 {
 		class := e.servedClass()
-		n := 0
-		for q, sh := range e.active {
-			if sh != nil && e.isServed(q, class) {
-				n++
-			}
-		}
-		for q, sh := range e.active {
-			if sh != nil && e.isServed(q, class) {
-				t := now + clock.Time(math.Ceil(sh.remaining*float64(n)))
-				next = clock.Min(next, t)
+		n := float64(e.servedCount(class))
+		for _, q := range e.activeQs {
+			if e.isServed(q, class) {
+				next = clock.Min(next, now+clock.Time(math.Ceil(e.active[q].remaining*n)))
 			}
 		}
 	}
-	if next != clock.Never && next != e.pending {
-		e.gen++
-		e.pending = next
-		d.env.Engine.Schedule(&wakeEvent{at: next, vt: next.VTime(), eng: e, gen: e.gen})
+	return next
+}
+
+func (e *Engine) pop(q int) {
+	e.queues[q][0] = nil
+	e.queues[q] = e.queues[q][1:]
+	e.queued--
+	if len(e.queues[q]) == 0 {
+		e.ready &^= 1 << q
 	}
 }
+
+// bits2q returns the index of the lowest set bit.
+func bits2q(b uint64) int { return bits.TrailingZeros64(b) }
 
 // activate starts serving sh from queue q at time now.
 func (e *Engine) activate(q int, sh *share, now clock.Time) {
@@ -526,11 +613,11 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	}
 	sh.start = now
 	sh.remaining = math.Round(work)
-	if e.nActive == 0 {
+	if len(e.activeQs) == 0 {
 		e.busySince = now
 	}
 	e.active[q] = sh
-	e.nActive++
+	e.activeQs = append(e.activeQs, q)
 	st := &d.Stats.Engines[e.index]
 	st.Shares++
 	st.Bytes += sh.bytes
@@ -549,7 +636,7 @@ func (e *Engine) retire(sh *share, now clock.Time) {
 	if now > st.LastByte {
 		st.LastByte = now
 	}
-	if e.nActive == 0 {
+	if len(e.activeQs) == 0 {
 		st.Active += now - e.busySince
 	}
 	if d.env.Tracer != nil {

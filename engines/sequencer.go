@@ -24,7 +24,7 @@ type Stats struct {
 	// FLOPs counts TensorE multiply-accumulates x 2.
 	FLOPs float64
 	// OpCounts counts instructions per opcode.
-	OpCounts map[isa.Opcode]int64
+	OpCounts [isa.NumOpcodes]int64
 }
 
 // Sequencer is one engine of a core: it fetches its stream in order, waits
@@ -97,7 +97,6 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		curIndex:      -1,
 	}
 	s.Stats.FirstStart = clock.Never
-	s.Stats.OpCounts = map[isa.Opcode]int64{}
 	s.tensor.power.init(c.Cfg.Power)
 	if st == nil {
 		s.done = true

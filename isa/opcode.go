@@ -49,6 +49,9 @@ const (
 	numOpcodes
 )
 
+// NumOpcodes is the number of opcodes (for arrays indexed by Opcode).
+const NumOpcodes = int(numOpcodes)
+
 // OperandRole says how an instruction uses an operand.
 type OperandRole uint8
 

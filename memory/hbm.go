@@ -31,8 +31,10 @@ type HBM struct {
 
 type stack struct {
 	gbps float64
-	// active counts, per engine, the shares it has running on the stack.
-	active map[int]int
+	// active counts, per engine, the shares it has running on the stack;
+	// engines is how many engines have at least one.
+	active  []int32
+	engines int
 }
 
 // NewHBM builds an HBM of n stacks sharing totalGBps, each stackBytes large.
@@ -42,7 +44,7 @@ func NewHBM(n int, totalGBps float64, stackBytes, interleaveBytes int64, latency
 	h := &HBM{stackBytes: stackBytes, interleaveBytes: interleaveBytes, latency: latency}
 	per := totalGBps / float64(n)
 	for i := 0; i < n; i++ {
-		h.stacks = append(h.stacks, stack{gbps: per, active: map[int]int{}})
+		h.stacks = append(h.stacks, stack{gbps: per})
 	}
 	return h
 }
@@ -76,8 +78,14 @@ func (h *HBM) Begin(addr, bytes int64, write bool, engine int, engineGBps float6
 	}
 	si := h.StackOf(addr)
 	st := &h.stacks[si]
+	for engine >= len(st.active) {
+		st.active = append(st.active, 0)
+	}
+	if st.active[engine] == 0 {
+		st.engines++
+	}
 	st.active[engine]++
-	slow := engineGBps * float64(len(st.active)) / st.gbps
+	slow := engineGBps * float64(st.engines) / st.gbps
 	if slow < 1 {
 		slow = 1
 	}
@@ -90,9 +98,10 @@ func (h *HBM) Latency() clock.Time { return h.latency }
 // End finishes a share started with Begin.
 func (h *HBM) End(stack, engine int) {
 	st := &h.stacks[stack]
-	if st.active[engine] <= 1 {
-		delete(st.active, engine)
-	} else {
+	if st.active[engine] > 0 {
 		st.active[engine]--
+		if st.active[engine] == 0 {
+			st.engines--
+		}
 	}
 }

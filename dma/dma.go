@@ -113,6 +113,7 @@ type Subsystem struct {
 	gen         uint64
 	pending     clock.Time // time of the scheduled event, or Never
 	touched     []*transfer
+	queueNames  []string
 	scratch     []*share
 }
 
@@ -128,6 +129,7 @@ func New(cfg Config, env Env) *Subsystem {
 	d.Stats.QueueTransfers = make([]int64, cfg.Queues)
 	d.Stats.Engines = make([]EngineStats, cfg.Engines)
 	for q := 0; q < cfg.Queues; q++ {
+		d.queueNames = append(d.queueNames, fmt.Sprintf("chip %d core %d DMA queue %d", cfg.Chip, cfg.Core, q))
 		d.queueVC = append(d.queueVC, make(memory.VClock, cfg.Agents))
 	}
 	for e := 0; e < cfg.Engines; e++ {
@@ -333,7 +335,7 @@ func (d *Subsystem) checkRaces(in *isa.Instruction, agent int, vc memory.VClock)
 		lo, hi := ap.ByteSpan()
 		a := memory.Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
 			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: agent, Epoch: vc[agent], Who: in,
-			AgentName: fmt.Sprintf("chip %d core %d DMA queue %d", d.cfg.Chip, d.cfg.Core, in.Attrs.Queue)}
+			AgentName: d.queueNames[in.Attrs.Queue]}
 		if r := d.env.Race.Check(a, vc); r != nil {
 			race, mine = r, a
 		}

@@ -37,6 +37,7 @@ type Sequencer struct {
 	clk    clock.Clock
 	stream isa.Stream
 	agent  int
+	name   string // agent name for race reports
 	vc     memory.VClock
 
 	cur      *isa.Instruction
@@ -91,6 +92,7 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		clk:           c.Cfg.Clocks[e],
 		stream:        st,
 		agent:         c.Cfg.AgentBase + int(e),
+		name:          c.agentName(e),
 		vc:            make(memory.VClock, c.Cfg.Agents),
 		waitStart:     -1,
 		pendingT:      clock.Never,
@@ -487,7 +489,7 @@ func (s *Sequencer) checkRaces(in *isa.Instruction) error {
 		lo, hi := ap.ByteSpan()
 		a := memory.Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
 			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: s.agent, Epoch: s.vc[s.agent], Who: in,
-			AgentName: c.agentName(s.eng)}
+			AgentName: s.name}
 		// TensorE accumulation into PSUM reads and writes the same bytes;
 		// only the write is recorded.
 		if r := c.Race.Check(a, s.vc); r != nil {

@@ -318,9 +318,21 @@ func (b *Buffer) Raw(idx int32, p0, p1 int32, offElems int64, dims []Dim) (Opera
 
 func (b *Buffer) resolveSlices(sl []Slice) (AccessPattern, error) {
 	ap := b.baseAP()
-	st := b.strides()
+	var stBuf [1 + MaxFreeDims + 1]int64
+	st := stBuf[:0]
+	if len(b.Shape) <= len(stBuf) {
+		st = stBuf[:len(b.Shape)]
+		acc := int64(1)
+		for i := len(b.Shape) - 1; i >= 0; i-- {
+			st[i] = acc
+			acc *= b.Shape[i]
+		}
+	} else {
+		st = b.strides()
+	}
 	eb := int64(b.DType.Bytes())
-	var dims []Dim
+	var dimBuf [2 + MaxFreeDims]Dim
+	dims := dimBuf[:0]
 	var offElems int64
 	for i, s := range sl {
 		n := b.Shape[i]
@@ -381,7 +393,7 @@ func mergeDims(dims []Dim) []Dim {
 	if len(dims) < 2 {
 		return dims
 	}
-	out := []Dim{dims[0]}
+	out := dims[:1]
 	for _, d := range dims[1:] {
 		last := &out[len(out)-1]
 		if last.Stride == d.Stride*d.Size {

@@ -81,14 +81,13 @@ const granuleShift = 12
 // more than this many conflicting accesses to the same 4 KiB is missed.
 const recordsPerGranule = 16
 
-type granuleKey struct {
-	mem        isa.Memory
-	chip, core int32
-	granule    int64
+type bucket struct {
+	recs []Access
 }
 
-type bucket struct {
-	recs []int32 // indices into RaceDetector.recs (ring of recent records)
+// coreShadow indexes one core's SBUF and PSUM by 4 KiB granule.
+type coreShadow struct {
+	mem [2][]bucket // SBUF, PSUM
 }
 
 // RaceDetector finds pairs of SBUF/PSUM accesses that touch the same bytes,
@@ -98,75 +97,70 @@ type bucket struct {
 // common byte are still reported: write such kernels with disjoint ranges or
 // order them.
 type RaceDetector struct {
-	recs    []Access
-	buckets map[granuleKey]*bucket
+	cores map[[2]int32]*coreShadow
+	last  *coreShadow
+	lastK [2]int32
 }
 
 // NewRaceDetector returns an empty detector.
 func NewRaceDetector() *RaceDetector {
-	return &RaceDetector{buckets: map[granuleKey]*bucket{}}
+	return &RaceDetector{cores: map[[2]int32]*coreShadow{}, lastK: [2]int32{-1, -1}}
+}
+
+func (d *RaceDetector) shadow(chip, core int32) *coreShadow {
+	k := [2]int32{chip, core}
+	if d.last != nil && d.lastK == k {
+		return d.last
+	}
+	sh := d.cores[k]
+	if sh == nil {
+		sh = &coreShadow{}
+		d.cores[k] = sh
+	}
+	d.last, d.lastK = sh, k
+	return sh
 }
 
 // Check records access a made by an agent whose clock is vc, and returns the
 // first earlier access it races with, or nil.
 func (d *RaceDetector) Check(a Access, vc VClock) *Access {
+	if a.Hi <= a.Lo || !a.Mem.OnChip() {
+		return nil
+	}
 	var race *Access
+	sh := d.shadow(a.Chip, a.Core)
+	mi := 0
+	if a.Mem == isa.MemPSUM {
+		mi = 1
+	}
 	g0, g1 := a.Lo>>granuleShift, (a.Hi-1)>>granuleShift
-	idx := int32(len(d.recs))
-	d.recs = append(d.recs, a)
+	if int(g1) >= len(sh.mem[mi]) {
+		grown := make([]bucket, g1+1)
+		copy(grown, sh.mem[mi])
+		sh.mem[mi] = grown
+	}
 	for g := g0; g <= g1; g++ {
-		key := granuleKey{a.Mem, a.Chip, a.Core, g}
-		b := d.buckets[key]
-		if b == nil {
-			b = &bucket{}
-			d.buckets[key] = b
-		}
-		for _, ri := range b.recs {
-			r := &d.recs[ri]
-			if race != nil || r.Agent == a.Agent || (!r.Write && !a.Write) || !r.overlaps(&a) {
-				continue
-			}
-			if r.Epoch > vc[r.Agent] {
+		b := &sh.mem[mi][g]
+		kept := b.recs[:0]
+		for i := range b.recs {
+			r := &b.recs[i]
+			if race == nil && r.Agent != a.Agent && (r.Write || a.Write) && r.overlaps(&a) && r.Epoch > vc[r.Agent] {
 				rc := *r
 				race = &rc
 			}
-		}
-		// Drop records this access supersedes: same agent, fully covered,
-		// and (for a write) nothing left to protect.
-		kept := b.recs[:0]
-		for _, ri := range b.recs {
-			r := &d.recs[ri]
+			// Drop records this access supersedes: same agent, fully
+			// covered, and (for a read) nothing written left to protect.
 			if r.Agent == a.Agent && (a.Write || !r.Write) && a.PartLo <= r.PartLo && a.PartHi >= r.PartHi && a.Lo <= r.Lo && a.Hi >= r.Hi {
 				continue
 			}
-			kept = append(kept, ri)
+			kept = append(kept, *r)
 		}
 		b.recs = kept
 		if len(b.recs) >= recordsPerGranule {
-			b.recs = b.recs[1:]
+			copy(b.recs, b.recs[1:])
+			b.recs = b.recs[:len(b.recs)-1]
 		}
-		b.recs = append(b.recs, idx)
-	}
-	if len(d.recs) > 1<<16 {
-		d.compact()
+		b.recs = append(b.recs, a)
 	}
 	return race
-}
-
-// compact drops records no bucket refers to.
-func (d *RaceDetector) compact() {
-	remap := map[int32]int32{}
-	var out []Access
-	for _, b := range d.buckets {
-		for i, ri := range b.recs {
-			ni, ok := remap[ri]
-			if !ok {
-				ni = int32(len(out))
-				out = append(out, d.recs[ri])
-				remap[ri] = ni
-			}
-			b.recs[i] = ni
-		}
-	}
-	d.recs = out
 }

@@ -1,0 +1,121 @@
+package workloads
+
+import (
+	"fmt"
+
+	"github.com/trnsim/trnsim/isa"
+)
+
+// progBuilder assembles the buffers of a lowered program and helps the
+// stream generators build operands and instructions for one core.
+type progBuilder struct {
+	prog       *isa.Program
+	chip, core int32
+	sbufNext   int64
+	sbufCap    int64
+	hbmNext    int64
+}
+
+func newProgBuilder(target string, sbufBytesPerPartition int64) *progBuilder {
+	return &progBuilder{prog: &isa.Program{Version: isa.AssemblyVersion, Target: target}, sbufCap: sbufBytesPerPartition}
+}
+
+// hbm declares an HBM tensor.
+func (b *progBuilder) hbm(name string, dt isa.DType, shape ...int64) int32 {
+	buf := &isa.Buffer{Name: name, Mem: isa.MemHBM, DType: dt, Shape: shape, Chip: b.chip, Core: -1, Offset: b.hbmNext}
+	size := buf.TotalBytes()
+	b.hbmNext += (size + 4095) / 4096 * 4096
+	return b.add(buf)
+}
+
+// sbuf declares an SBUF buffer [partitions, free...] at the next free
+// 64-byte-aligned offset; it fails when SBUF is full.
+func (b *progBuilder) sbuf(name string, dt isa.DType, shape ...int64) (int32, error) {
+	buf := &isa.Buffer{Name: name, Mem: isa.MemSBUF, DType: dt, Shape: shape, Chip: b.chip, Core: b.core, Offset: b.sbufNext}
+	end := b.sbufNext + buf.BytesPerPartition()
+	if end > b.sbufCap {
+		return 0, fmt.Errorf("buffer %s needs bytes %d:%d per partition, beyond SBUF's %d", name, b.sbufNext, end, b.sbufCap)
+	}
+	b.sbufNext = (end + 63) / 64 * 64
+	return b.add(buf), nil
+}
+
+// psum declares a PSUM buffer at a byte offset in each partition.
+func (b *progBuilder) psum(name string, dt isa.DType, offset int64, shape ...int64) int32 {
+	return b.add(&isa.Buffer{Name: name, Mem: isa.MemPSUM, DType: dt, Shape: shape, Chip: b.chip, Core: b.core, Offset: offset})
+}
+
+func (b *progBuilder) add(buf *isa.Buffer) int32 {
+	b.prog.Buffers = append(b.prog.Buffers, buf)
+	return int32(len(b.prog.Buffers) - 1)
+}
+
+// view slices a buffer; the lowering only builds in-range views, so an
+// error here is a lowering bug reported as such.
+func (b *progBuilder) view(idx int32, sl ...isa.Slice) isa.Operand {
+	op, err := b.prog.Buffers[idx].View(idx, sl...)
+	if err != nil {
+		panic(fmt.Sprintf("lowering built an invalid view of %s: %v", b.prog.Buffers[idx].Name, err))
+	}
+	return op
+}
+
+// raw builds an explicit access pattern (see isa.Buffer.Raw).
+func (b *progBuilder) raw(idx int32, p0, p1 int32, off int64, dims ...isa.Dim) isa.Operand {
+	op, err := b.prog.Buffers[idx].Raw(idx, p0, p1, off, dims)
+	if err != nil {
+		panic(fmt.Sprintf("lowering built an invalid access pattern of %s: %v", b.prog.Buffers[idx].Name, err))
+	}
+	return op
+}
+
+// rng is the slice start:stop.
+func rng(start, stop int64) isa.Slice { return isa.Slice{Start: start, Stop: stop, Step: 1} }
+
+// sem names a semaphore of the builder's core.
+func (b *progBuilder) sem(id int32) isa.SemRef { return isa.SemRef{Chip: b.chip, Core: b.core, ID: id} }
+
+// waitGE returns a wait for sem >= v, or nothing when v <= 0.
+func (b *progBuilder) waitGE(waits []isa.SemWait, id int32, v int64) []isa.SemWait {
+	if v <= 0 {
+		return waits
+	}
+	return append(waits, isa.SemWait{Sem: b.sem(id), Value: v})
+}
+
+// signal returns a +1 signal of sem id.
+func (b *progBuilder) signal(id int32) []isa.SemSignal {
+	return []isa.SemSignal{{Sem: b.sem(id), Add: 1}}
+}
+
+// batchStream turns a step function into a lazy Stream: step(i) returns
+// the instructions of step i (possibly none), for i in [0, steps).
+func batchStream(key isa.StreamKey, steps int64, step func(i int64) ([]*isa.Instruction, error)) isa.StreamSource {
+	return isa.StreamSource{Key: key, Count: -1, Open: func() isa.Stream {
+		var i int64
+		var buf []*isa.Instruction
+		return isa.FuncStream(func() (in *isa.Instruction, err error) {
+			defer func() {
+				// A lowering bug must not crash the tool with a stack trace.
+				if r := recover(); r != nil {
+					in, err = nil, fmt.Errorf("internal lowering error at step %d: %v", i, r)
+				}
+			}()
+			for len(buf) == 0 {
+				if i >= steps {
+					return nil, nil
+				}
+				buf, err = step(i)
+				if err != nil {
+					return nil, err
+				}
+				i++
+			}
+			in = buf[0]
+			buf = buf[1:]
+			return in, nil
+		})
+	}}
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -1,0 +1,94 @@
+// Package workloads turns a run config's workload into an isa.Program for
+// the configured hardware: a GEMM tiled and double-buffered for the
+// 128-partition layout, elementwise ops on ScalarE/VectorE, or a
+// hand-written assembly file. The lowering's choices (tile and block sizes,
+// buffering depth, queues) are config fields so they can be swept; when a
+// field is zero the lowering picks a value and reports it.
+//
+// This is the first workload path; the PyTorch-style op graph grows on top
+// of it (each op lowers through the same builders and carries its op id).
+package workloads
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/isa/asm"
+)
+
+// Op describes one workload op, so reports can be broken down by op id.
+type Op struct {
+	ID   int32
+	Name string
+	Kind string
+	// FLOPs is the op's useful arithmetic (2*M*N*K for a matmul).
+	FLOPs float64
+}
+
+// Info describes a lowered workload for reports and validation.
+type Info struct {
+	Name string
+	Kind string
+	Ops  []Op
+	// FLOPs is the useful arithmetic of the whole workload.
+	FLOPs float64
+	// DType is the input dtype that sets the TensorE peak.
+	DType isa.DType
+	// MinHBMBytes is the least HBM traffic the workload needs (every input
+	// read once, every output written once).
+	MinHBMBytes int64
+	// Choices lists the lowering's parameters as resolved (for reports and
+	// --dump-asm headers), in a fixed order.
+	Choices []Choice
+	// CoresUsed is how many NeuronCores the program runs on.
+	CoresUsed int
+}
+
+// Choice is one resolved lowering parameter.
+type Choice struct {
+	Path  string
+	Value int64
+	Auto  bool
+}
+
+// Lower builds the program for cfg's workload.
+func Lower(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+	w := &cfg.Workload
+	switch w.Kind {
+	case "gemm":
+		return lowerGEMM(cfg)
+	case "elementwise":
+		return lowerElementwise(cfg)
+	case "assembly":
+		return LoadAssembly(cfg, w.Assembly.File)
+	}
+	return nil, nil, cfg.FieldError("workload.kind", "unsupported workload kind %q", w.Kind)
+}
+
+// LoadAssembly reads a hand-written program and checks it targets the
+// configured hardware.
+func LoadAssembly(cfg *configs.RunConfig, path string) (*isa.Program, *Info, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: cannot read: %v", path, err)
+	}
+	prog, err := asm.Parse(string(data), path, asm.Options{PSUMBankBytes: cfg.Hardware.Limits().PSUMBankBytes()})
+	if err != nil {
+		return nil, nil, err
+	}
+	if prog.Target != "" && prog.Target != cfg.Hardware.Name && prog.Target != cfg.Hardware.Preset {
+		return nil, nil, fmt.Errorf("%s: the program targets %s but the hardware is %s (change .target or hardware.preset)", path, prog.Target, cfg.Hardware.Name)
+	}
+	info := &Info{Name: cfg.Workload.Name, Kind: "assembly", DType: isa.BF16}
+	if info.Name == "" {
+		info.Name = path
+	}
+	cores := map[[2]int32]bool{}
+	for _, s := range prog.Streams {
+		cores[[2]int32{s.Key.Chip, s.Key.Core}] = true
+	}
+	info.CoresUsed = len(cores)
+	return prog, info, nil
+}

@@ -72,11 +72,14 @@ type ChipResult struct {
 
 // Result is what a run produced.
 type Result struct {
-	SimTime      clock.Time
-	Instructions int64
-	Events       int64
-	HostTime     time.Duration
-	Chips        []ChipResult
+	SimTime clock.Time
+	// DMAComputeOverlapPct is the share of DMA-active time during which a
+	// compute engine was busy (to within 100 ns bins).
+	DMAComputeOverlapPct float64
+	Instructions         int64
+	Events               int64
+	HostTime             time.Duration
+	Chips                []ChipResult
 }
 
 // DeadlockError reports a program that cannot finish.
@@ -168,6 +171,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	agents := len(order) * perCore
 
 	s := &system{cfg: cfg, prog: prog, boards: map[coreKey]*engines.SemBoard{}}
+	act := newActivity(opts.Tracer)
 	s.sim = &engines.Sim{
 		Engine:        sim.NewSerialEngine(),
 		Describe:      func(in *isa.Instruction) string { return Describe(prog, in) },
@@ -233,10 +237,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			dcfg.QoSClasses = co.DMA.QoSClasses
 		}
 		simState := s.sim
-		var dtr dma.Tracer
-		if opts.Tracer != nil {
-			dtr = opts.Tracer
-		}
+		var dtr dma.Tracer = act
 		d := dma.New(dcfg, dma.Env{
 			Engine: simState.Engine,
 			Post: func(sem isa.SemRef, at clock.Time, add int64, vc memory.VClock) error {
@@ -256,10 +257,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			Tracer:   dtr,
 			Describe: simState.Describe,
 		})
-		var etr engines.Tracer
-		if opts.Tracer != nil {
-			etr = opts.Tracer
-		}
+		var etr engines.Tracer = act
 		ccfg := engines.CoreConfig{
 			Chip: k.chip, Core: k.core,
 			Generation:               h.Generation,
@@ -291,6 +289,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 		return nil, err
 	}
 	res := s.collect()
+	res.DMAComputeOverlapPct = act.overlapPct()
 	res.HostTime = time.Since(hostStart)
 	return res, nil
 }

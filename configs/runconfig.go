@@ -70,10 +70,12 @@ type ElementwiseWorkload struct {
 	Engine string `yaml:"engine"`
 }
 
-// AssemblyWorkload runs a hand-written program.
+// AssemblyWorkload runs a hand-written program, from a file or given inline.
 type AssemblyWorkload struct {
 	// File is the assembly path, relative to the run config.
 	File string `yaml:"file"`
+	// Source is the assembly text itself (instead of File).
+	Source string `yaml:"source"`
 }
 
 // Lowering holds the lowering's choices, so they can be swept. Zero means

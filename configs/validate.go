@@ -189,8 +189,14 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 		}
 	case "assembly":
 		a := w.Assembly
-		if a.File == "" {
-			return required("workload.assembly.file", "")
+		if a.File == "" && a.Source == "" {
+			return required("workload.assembly.file", " (or give the text in workload.assembly.source)")
+		}
+		if a.File != "" && a.Source != "" {
+			return c.errAtPath("workload.assembly.source", "give the assembly in file or in source, not both")
+		}
+		if a.Source != "" {
+			break
 		}
 		a.File = c.ResolvePath(a.File)
 		if st, err := os.Stat(a.File); err != nil || st.IsDir() {

@@ -62,6 +62,9 @@ func Lower(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	case "elementwise":
 		return lowerElementwise(cfg)
 	case "assembly":
+		if w.Assembly.Source != "" {
+			return parseAssembly(cfg, w.Assembly.Source, "workload.assembly.source")
+		}
 		return LoadAssembly(cfg, w.Assembly.File)
 	}
 	return nil, nil, cfg.FieldError("workload.kind", "unsupported workload kind %q", w.Kind)
@@ -74,7 +77,11 @@ func LoadAssembly(cfg *configs.RunConfig, path string) (*isa.Program, *Info, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: cannot read: %v", path, err)
 	}
-	prog, err := asm.Parse(string(data), path, asm.Options{PSUMBankBytes: cfg.Hardware.Limits().PSUMBankBytes()})
+	return parseAssembly(cfg, string(data), path)
+}
+
+func parseAssembly(cfg *configs.RunConfig, src, path string) (*isa.Program, *Info, error) {
+	prog, err := asm.Parse(src, path, asm.Options{PSUMBankBytes: cfg.Hardware.Limits().PSUMBankBytes()})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,99 @@
+package chip
+
+import (
+	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/isa"
+)
+
+// maxActivityBins bounds the activity record; beyond it bins are merged
+// pairwise and their width doubles.
+const maxActivityBins = 1 << 18
+
+// activity records, in fixed-width time bins, how much of each bin some
+// compute engine was busy and some DMA engine was moving data, to measure
+// DMA-compute overlap without keeping every interval. Within a bin the
+// union of several engines' intervals is approximated by their sum capped
+// at the bin width, so the overlap is exact to within one bin width per
+// bin (100 ns to start, doubling when a run outgrows the record).
+type activity struct {
+	width   clock.Time
+	compute []clock.Time
+	dma     []clock.Time
+	next    Tracer
+}
+
+func newActivity(next Tracer) *activity {
+	return &activity{width: 100 * clock.Nanosecond, next: next}
+}
+
+func (a *activity) add(bins *[]clock.Time, start, end clock.Time) {
+	for end > start {
+		i := int(start / a.width)
+		for i >= maxActivityBins {
+			a.coarsen()
+			i = int(start / a.width)
+		}
+		if i >= len(*bins) {
+			*bins = append(*bins, make([]clock.Time, i+1-len(*bins))...)
+		}
+		binEnd := clock.Time(i+1) * a.width
+		seg := clock.Min(end, binEnd) - start
+		(*bins)[i] += seg
+		start += seg
+	}
+}
+
+func (a *activity) coarsen() {
+	merge := func(b []clock.Time) []clock.Time {
+		out := make([]clock.Time, (len(b)+1)/2)
+		for i, v := range b {
+			out[i/2] += v
+		}
+		return out
+	}
+	a.compute, a.dma = merge(a.compute), merge(a.dma)
+	a.width *= 2
+}
+
+// overlapPct returns the share of DMA-active time during which a compute
+// engine was busy.
+func (a *activity) overlapPct() float64 {
+	var both, dma clock.Time
+	for i, d := range a.dma {
+		d = clock.Min(d, a.width)
+		var c clock.Time
+		if i < len(a.compute) {
+			c = clock.Min(a.compute[i], a.width)
+		}
+		dma += d
+		both += clock.Min(c, d)
+	}
+	if dma == 0 {
+		return 0
+	}
+	return 100 * float64(both) / float64(dma)
+}
+
+func (a *activity) Instruction(chip, core int32, eng isa.Engine, in *isa.Instruction, start, end clock.Time) {
+	if eng != isa.EngineSync && !in.Op.IsDMA() && end > start {
+		a.add(&a.compute, start, end)
+	}
+	if a.next != nil {
+		a.next.Instruction(chip, core, eng, in, start, end)
+	}
+}
+
+func (a *activity) Wait(chip, core int32, eng isa.Engine, in *isa.Instruction, sem isa.SemRef, start, end clock.Time) {
+	if a.next != nil {
+		a.next.Wait(chip, core, eng, in, sem, start, end)
+	}
+}
+
+func (a *activity) DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+	if end > start {
+		a.add(&a.dma, start, end)
+	}
+	if a.next != nil {
+		a.next.DMA(chip, core, engine, queue, in, bytes, start, end)
+	}
+}

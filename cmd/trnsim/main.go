@@ -1,0 +1,267 @@
+// Command trnsim is the command-line front end of the trnsim Trainium
+// simulator: flags in, library calls, exit codes out.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/runner"
+	"github.com/trnsim/trnsim/validate"
+)
+
+func main() {
+	// A simulator's heap is short-lived garbage: trade memory for speed.
+	debug.SetGCPercent(400)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+// run executes the CLI and returns the exit code; it never panics on user
+// input.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "trnsim: internal error: %v (please report it with the input that caused it)\n", r)
+			code = 3
+		}
+	}()
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(stderr, "trnsim: %v\n", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return 1
+	}
+	return 0
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "trnsim",
+		Short: "trnsim: a cycle-level AWS Trainium simulator",
+		Long: `trnsim simulates AWS Trainium NeuronCores event by event: TensorE, VectorE,
+ScalarE, GpSimd, the Sync engine, semaphores, SBUF/PSUM, DMA queues and HBM.
+Run "trnsim run" for the embedded default (a BF16 GEMM on trn2).`,
+		Version:       runner.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newPresetsCmd(stdout), newValidateCmd(stdout, stderr))
+	return root
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var opts runner.Options
+	var sets []string
+	var preset string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "run [config.yaml | kernel.asm]",
+		Short: "Simulate a run config or an assembly kernel (no argument: the embedded default)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadInput(args, preset, sets)
+			if err != nil {
+				return err
+			}
+			if !quiet {
+				opts.Progress = stderr
+			}
+			out, err := runner.Run(cfg, opts)
+			if err != nil {
+				return err
+			}
+			out.Report.WriteSummary(stdout)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.JSON, "json", "", "write results as JSON to `FILE`")
+	f.StringVar(&opts.CSV, "csv", "", "write a CSV row of totals to `FILE`")
+	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace-event timeline (Perfetto) to `FILE`")
+	f.StringVar(&opts.DumpAsm, "dump-asm", "", "write the lowered program as canonical assembly to `FILE`")
+	f.StringArrayVar(&sets, "set", nil, "override a config field: `dotted.path=value` (repeatable)")
+	f.StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
+	f.BoolVar(&opts.NoRaceCheck, "no-race-check", false, "turn the data-race detector off (faster)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}
+
+// loadInput resolves the run config from the argument: none (embedded
+// default), a YAML run config, or an assembly file.
+func loadInput(args []string, preset string, sets []string) (*configs.RunConfig, error) {
+	if len(args) == 0 {
+		if preset != "" {
+			sets = append([]string{"hardware.preset=" + preset}, sets...)
+		}
+		return configs.LoadDefault(configs.LoadOptions{Sets: sets})
+	}
+	path := args[0]
+	if strings.HasSuffix(path, ".asm") || strings.HasSuffix(path, ".s") {
+		return runner.ConfigForAssembly(path, preset, sets)
+	}
+	if preset != "" {
+		sets = append([]string{"hardware.preset=" + preset}, sets...)
+	}
+	return configs.Load(path, configs.LoadOptions{Sets: sets})
+}
+
+func newCheckCmd(stdout io.Writer) *cobra.Command {
+	var sets []string
+	var preset string
+	cmd := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Validate a run config or an assembly file and print what it resolves to",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadInput(args, preset, sets)
+			if err != nil {
+				return err
+			}
+			if cfg.Workload.Kind == "assembly" && (strings.HasSuffix(args[0], ".asm") || strings.HasSuffix(args[0], ".s")) {
+				text, err := runner.CheckAssembly(cfg, cfg.Workload.Assembly.File)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "; %s: valid for %s\n", args[0], cfg.Hardware.Name)
+				fmt.Fprint(stdout, text)
+				return nil
+			}
+			printResolved(stdout, cfg)
+			if cfg.Workload.Kind == "assembly" {
+				if _, err := runner.CheckAssembly(cfg, cfg.Workload.Assembly.File); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "assembly %s: valid\n", cfg.Workload.Assembly.File)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a config field: `dotted.path=value` (repeatable)")
+	cmd.Flags().StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
+	return cmd
+}
+
+// printResolved prints every resolved hardware field with its source, the
+// cost table, and the workload.
+func printResolved(w io.Writer, cfg *configs.RunConfig) {
+	name := cfg.File
+	if name == "" {
+		name = configs.DefaultConfigName
+	}
+	fmt.Fprintf(w, "# %s: valid\n# hardware %s (preset %s), values and where they come from\n", name, cfg.Hardware.Name, cfg.Hardware.Preset)
+	for _, f := range configs.Fields(cfg) {
+		if !strings.HasPrefix(f.Path, "hardware.") {
+			continue
+		}
+		src := cfg.Sources[f.Path]
+		fmt.Fprintf(w, "%-58s %-14s # %s\n", f.Path, f.Value, src)
+	}
+	fmt.Fprintf(w, "\n# cost table %s (cycles in the engine's clock; interval / latency)\n", cfg.Hardware.CostTable)
+	for _, c := range cfg.Costs.Constants {
+		fmt.Fprintf(w, "%-58s %-14g # [%s] %s\n", "hardware.costs.constants."+c.Name+".value", c.Value, c.Tag, c.Source)
+	}
+	for _, r := range cfg.Costs.Rules {
+		for _, v := range r.Variants {
+			when := ""
+			if len(v.When) > 0 {
+				when = " when " + strings.Join(v.When, ",")
+			}
+			lat := v.Latency
+			if lat == "" {
+				lat = "I"
+			}
+			fmt.Fprintf(w, "hardware.costs.%s.%s.%s: %s / %s%s # [%s] %s\n", r.Engine, r.Op, v.Name, v.Interval, lat, when, v.Tag, v.Source)
+		}
+	}
+	fmt.Fprintf(w, "\n# workload\n")
+	for _, f := range configs.Fields(cfg) {
+		if strings.HasPrefix(f.Path, "workload.") || strings.HasPrefix(f.Path, "outputs.") {
+			if f.Value == "" || f.Value == "0" {
+				continue
+			}
+			fmt.Fprintf(w, "%-58s %s\n", f.Path, f.Value)
+		}
+	}
+}
+
+func newPresetsCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "presets",
+		Short: "List the hardware presets with their headline figures",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ps, err := configs.Presets()
+			if err != nil {
+				return err
+			}
+			sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+			fmt.Fprintf(stdout, "%-6s %-4s %-6s %-10s %-12s %-13s %-11s %-12s %s\n", "preset", "NC", "cores", "TensorE", "BF16/core", "SBUF/core", "HBM", "DMA/core", "description")
+			for _, p := range ps {
+				h := p.Hardware
+				c := &h.Core
+				fmt.Fprintf(stdout, "%-6s v%-3d %-6d %-10s %-12s %-13s %-11s %-12s %s\n", p.Name, h.Generation, h.Chip.Cores,
+					fmt.Sprintf("%.1f GHz", c.Tensor.ClockGHz),
+					fmt.Sprintf("%.1f TFLOPS", h.PeakFLOPSPerCore(isa.BF16)/1e12),
+					fmt.Sprintf("%.0f MiB", float64(c.SBUF.Partitions*c.SBUF.PartitionKiB)/1024),
+					fmt.Sprintf("%.0f GB/s", h.Chip.HBM.BandwidthGBps),
+					fmt.Sprintf("%.0f GB/s", float64(c.DMA.Engines)*c.DMA.EngineBandwidthGBps),
+					h.Description)
+			}
+			return nil
+		},
+	}
+}
+
+func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
+	var asJSON, fast bool
+	var only []string
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Simulate the validation cases and compare with published hardware measurements",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rows, err := validate.Run(validate.Options{Fast: fast, Only: only, Progress: stderr})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := validate.WriteJSON(stdout, rows); err != nil {
+					return err
+				}
+			} else {
+				validate.WriteTable(stdout, rows)
+			}
+			if missed := validate.Missed(rows); len(missed) > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("validation: %s missed its target", strings.Join(missed, ", "))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rows as a JSON array")
+	cmd.Flags().BoolVar(&fast, "fast", false, "only the fast cases (those CI runs)")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "only these case ids (comma-separated)")
+	return cmd
+}

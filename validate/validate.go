@@ -1,0 +1,268 @@
+// Package validate holds trnsim's validation cases — published Trainium
+// measurements with their exact shapes and sources, kept as data in
+// validate/cases — and runs them: each case is simulated and the predicted
+// figure is compared with the measured one. A prediction that beats the
+// physical bound (compute at peak, minimal bytes at peak bandwidth) is an
+// error, whatever its accuracy.
+package validate
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/report"
+	"github.com/trnsim/trnsim/runner"
+)
+
+//go:embed cases/*.yaml
+var casesFS embed.FS
+
+// Case is one validation row.
+type Case struct {
+	ID     string `yaml:"id"`
+	Title  string `yaml:"title"`
+	Source string `yaml:"source"`
+	// Metric is simulated_time, peak_pct, engine_busy_pct, dma_active_pct
+	// or dma_engine0_active.
+	Metric   string  `yaml:"metric"`
+	Engine   string  `yaml:"engine"`
+	Measured float64 `yaml:"measured"`
+	Unit     string  `yaml:"unit"`
+	// TargetPct is the allowed |error| in percent; 0 means reported only.
+	TargetPct float64   `yaml:"target_pct"`
+	Fast      bool      `yaml:"fast"`
+	Notes     string    `yaml:"notes"`
+	Config    yaml.Node `yaml:"config"`
+}
+
+// Row is a case's result.
+type Row struct {
+	ID        string  `json:"id"`
+	Title     string  `json:"title"`
+	Metric    string  `json:"metric"`
+	Predicted float64 `json:"predicted"`
+	Measured  float64 `json:"measured"`
+	Unit      string  `json:"unit"`
+	ErrorPct  float64 `json:"error_pct"`
+	TargetPct float64 `json:"target_pct,omitempty"`
+	// Pass is false when a targeted row misses its target.
+	Pass bool `json:"pass"`
+	// Bound is the physical bound in the row's unit, when one applies.
+	Bound    float64 `json:"bound,omitempty"`
+	Counters string  `json:"counters"`
+	Source   string  `json:"source"`
+	HostS    float64 `json:"host_time_s"`
+}
+
+// Options select cases.
+type Options struct {
+	Fast     bool
+	Only     []string
+	Progress io.Writer
+}
+
+// Cases returns every validation case, sorted by id.
+func Cases() ([]Case, error) {
+	entries, err := casesFS.ReadDir("cases")
+	if err != nil {
+		return nil, err
+	}
+	var out []Case
+	for _, e := range entries {
+		data, err := casesFS.ReadFile("cases/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		var c Case
+		dec := yaml.NewDecoder(strings.NewReader(string(data)))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil {
+			return nil, fmt.Errorf("validate/cases/%s: %v", e.Name(), err)
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Run simulates the selected cases. Cases with the same config share one
+// simulation.
+func Run(opts Options) ([]Row, error) {
+	cases, err := Cases()
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, id := range opts.Only {
+		want[strings.ToUpper(strings.TrimSpace(id))] = true
+	}
+	runs := map[string]*runner.Outcome{}
+	var rows []Row
+	for _, c := range cases {
+		if len(want) > 0 && !want[strings.ToUpper(c.ID)] {
+			continue
+		}
+		if len(want) == 0 && opts.Fast && !c.Fast {
+			continue
+		}
+		data, err := yaml.Marshal(&c.Config)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %v", c.ID, err)
+		}
+		cfg, err := configs.LoadBytes(data, "validate/cases/"+strings.ToLower(c.ID)+".yaml#config", configs.LoadOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		key := report.ConfigHash(cfg)
+		out, ok := runs[key]
+		if !ok {
+			if opts.Progress != nil {
+				fmt.Fprintf(opts.Progress, "validate: simulating %s (%s)\n", c.ID, cfg.Workload.Name)
+			}
+			out, err = runner.Run(cfg, runner.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			runs[key] = out
+		}
+		row, err := evaluate(&c, cfg, out)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	if len(want) > 0 && len(rows) < len(want) {
+		var known []string
+		for _, c := range cases {
+			known = append(known, c.ID)
+		}
+		return nil, fmt.Errorf("unknown case id in --only (cases: %s)", strings.Join(known, ", "))
+	}
+	return rows, nil
+}
+
+// unitScale converts seconds to the row's unit.
+func unitScale(unit string) (float64, error) {
+	switch unit {
+	case "s":
+		return 1, nil
+	case "ms":
+		return 1e3, nil
+	case "us":
+		return 1e6, nil
+	case "ns":
+		return 1e9, nil
+	}
+	return 0, fmt.Errorf("unknown time unit %q", unit)
+}
+
+func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error) {
+	r := out.Report
+	row := Row{ID: c.ID, Title: c.Title, Metric: c.Metric, Measured: c.Measured, Unit: c.Unit, TargetPct: c.TargetPct,
+		Source: c.Source, HostS: r.HostTimeS}
+	h := &cfg.Hardware
+	counters := fmt.Sprintf("time %.4g ms, %.1f TFLOPS (HFU %.1f%%), tensor busy %.1f%%, vector busy %.1f%%, DMA %.0f MiB at %.0f GB/s (engines active %.1f%%)",
+		r.SimulatedTimeS*1e3, r.TFLOPS, r.PeakPct, r.Engines["tensor"].BusyPct, r.Engines["vector"].BusyPct,
+		float64(r.DMA.Bytes)/(1<<20), r.DMA.BandwidthGBps, r.DMA.ActivePct)
+	switch c.Metric {
+	case "simulated_time":
+		scale, err := unitScale(c.Unit)
+		if err != nil {
+			return row, fmt.Errorf("case %s: %v", c.ID, err)
+		}
+		row.Predicted = r.SimulatedTimeS * scale
+		// Physical bound: compute at peak, or the least bytes at the
+		// lesser of the HBM and DMA-engine bandwidths.
+		peak := h.PeakFLOPSPerCore(out.Info.DType) * float64(max(out.Info.CoresUsed, 1))
+		bw := math.Min(h.Chip.HBM.BandwidthGBps, float64(h.Core.DMA.Engines)*h.Core.DMA.EngineBandwidthGBps*float64(max(out.Info.CoresUsed, 1))) * 1e9
+		bound := math.Max(out.Info.FLOPs/peak, float64(out.Info.MinHBMBytes)/bw)
+		row.Bound = bound * scale
+	case "peak_pct":
+		row.Predicted = r.PeakPct
+		row.Bound = 100
+	case "engine_busy_pct":
+		e, ok := r.Engines[c.Engine]
+		if !ok {
+			return row, fmt.Errorf("case %s: unknown engine %q", c.ID, c.Engine)
+		}
+		row.Predicted = e.BusyPct
+		row.Bound = 100
+	case "dma_active_pct":
+		row.Predicted = r.DMA.ActivePct
+		row.Bound = 100
+	case "dma_engine0_active":
+		scale, err := unitScale(c.Unit)
+		if err != nil {
+			return row, fmt.Errorf("case %s: %v", c.ID, err)
+		}
+		core := out.Result.Chips[0].Cores[0]
+		es := core.DMA.Engines[0]
+		row.Predicted = (es.LastByte - es.FirstByte).Seconds() * scale
+		row.Bound = float64(es.Bytes) / (h.Core.DMA.EngineBandwidthGBps * 1e9) * scale
+		counters = fmt.Sprintf("engine 0: %d bytes, active %.1f ns, first byte at %.1f ns; transfer complete (semaphore) at %.1f ns",
+			es.Bytes, es.Active.Nanoseconds(), es.FirstByte.Nanoseconds(), core.DMA.LastCompletion.Nanoseconds())
+	default:
+		return row, fmt.Errorf("case %s: unknown metric %q", c.ID, c.Metric)
+	}
+	row.Counters = counters
+	row.ErrorPct = 100 * (row.Predicted - row.Measured) / row.Measured
+	row.Pass = c.TargetPct == 0 || math.Abs(row.ErrorPct) <= c.TargetPct
+	// A time below the bound, or a percentage above it, is a bug.
+	isTime := c.Metric == "simulated_time" || c.Metric == "dma_engine0_active"
+	if isTime && row.Predicted < row.Bound*(1-1e-9) {
+		return row, fmt.Errorf("case %s: predicted %.6g %s beats the physical bound %.6g %s", c.ID, row.Predicted, c.Unit, row.Bound, c.Unit)
+	}
+	if !isTime && row.Predicted > row.Bound*(1+1e-9) {
+		return row, fmt.Errorf("case %s: predicted %.6g%% exceeds %.6g%%", c.ID, row.Predicted, row.Bound)
+	}
+	return row, nil
+}
+
+// Missed lists the ids of targeted rows that missed.
+func Missed(rows []Row) []string {
+	var out []string
+	for _, r := range rows {
+		if !r.Pass {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+// WriteJSON prints the rows as a JSON array.
+func WriteJSON(w io.Writer, rows []Row) error {
+	if rows == nil {
+		rows = []Row{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rows)
+}
+
+// WriteTable prints the rows for people.
+func WriteTable(w io.Writer, rows []Row) {
+	fmt.Fprintf(w, "%-8s %-18s %12s %12s %-4s %9s %8s %-6s\n", "id", "metric", "predicted", "measured", "unit", "error", "target", "status")
+	for _, r := range rows {
+		target, status := "-", "report"
+		if r.TargetPct > 0 {
+			target = fmt.Sprintf("±%g%%", r.TargetPct)
+			status = "PASS"
+			if !r.Pass {
+				status = "MISS"
+			}
+		}
+		fmt.Fprintf(w, "%-8s %-18s %12.4g %12.4g %-4s %+8.1f%% %8s %-6s\n", r.ID, r.Metric, r.Predicted, r.Measured, r.Unit, r.ErrorPct, target, status)
+	}
+	fmt.Fprintln(w)
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s: %s\n    source: %s\n    counters: %s\n", r.ID, r.Title, r.Source, r.Counters)
+	}
+}

@@ -140,14 +140,16 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		}
 		return []*isa.Instruction{in}, nil
 	}
+	// Stores are triggered from an engine with no other work where one can
+	// trigger them (hardware DGE: Sync or ScalarE), else from Sync's stream
+	// interleaved with the loads.
 	storeEngine := isa.EngineGpSimd
 	storeDGE := dge
 	if dge == isa.DGEHardware {
-		// Hardware DGE is triggered from Sync or ScalarE.
 		storeEngine = isa.EngineScalar
-		if eng == isa.EngineScalar {
-			storeEngine = isa.EngineSync
-		}
+	}
+	if storeEngine == eng {
+		storeEngine = isa.EngineSync
 	}
 	storeGen := func(s int64) ([]*isa.Instruction, error) {
 		r0, rows, c0, cols := tile(s)

@@ -1,0 +1,109 @@
+package workloads
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/chip"
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
+)
+
+func gemmConfig(t *testing.T, sets ...string) *configs.RunConfig {
+	t.Helper()
+	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})
+	require.NoError(t, err)
+	return cfg
+}
+
+func simulate(t *testing.T, cfg *configs.RunConfig) (*chip.Result, *Info) {
+	t.Helper()
+	prog, info, err := Lower(cfg)
+	require.NoError(t, err)
+	res, err := chip.Run(cfg, prog, chip.Options{})
+	require.NoError(t, err)
+	return res, info
+}
+
+func TestDoubleBufferingBeatsSingleOnDMAHeavyGEMM(t *testing.T) {
+	// M = 128 makes the GEMM DMA-bound: 32 MiB of B for 4.3 GFLOP.
+	sets := []string{"workload.gemm.m=128", "workload.gemm.k=4096", "workload.gemm.n=4096", "workload.lowering.block_k=512"}
+	single, _ := simulate(t, gemmConfig(t, append(sets, "workload.lowering.buffers=1")...))
+	double, _ := simulate(t, gemmConfig(t, append(sets, "workload.lowering.buffers=2")...))
+	t.Logf("single %s, double %s", single.SimTime, double.SimTime)
+	assert.Less(t, float64(double.SimTime), 0.85*float64(single.SimTime), "double buffering overlaps loads with compute")
+}
+
+func TestGEMMComputesEveryFLOPOnce(t *testing.T) {
+	cases := []struct {
+		name string
+		sets []string
+	}{
+		{"even", []string{"workload.gemm.m=512", "workload.gemm.k=1024", "workload.gemm.n=1024"}},
+		{"ragged", []string{"workload.gemm.m=200", "workload.gemm.k=300", "workload.gemm.n=700"}},
+		{"mk layout", []string{"workload.gemm.m=256", "workload.gemm.k=384", "workload.gemm.n=512", "workload.gemm.a_layout=mk"}},
+		{"fp32 on trn1", []string{"hardware.preset=trn1", "workload.gemm.m=256", "workload.gemm.k=256", "workload.gemm.n=512", "workload.gemm.dtype=fp32"}},
+		{"k in one block, scalar evacuation", []string{"workload.gemm.m=256", "workload.gemm.k=256", "workload.gemm.n=1024", "workload.lowering.evacuate=alternate"}},
+		{"single PSUM group", []string{"workload.gemm.m=256", "workload.gemm.k=512", "workload.gemm.n=2048", "workload.lowering.psum_banks=4"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, info := simulate(t, gemmConfig(t, tc.sets...))
+			core := res.Chips[0].Cores[0]
+			assert.InDelta(t, info.FLOPs, core.Engines[isa.EngineTensor].FLOPs, 1, "the matmuls cover C exactly once")
+			// A, B read at least once and C written exactly once.
+			assert.GreaterOrEqual(t, res.Chips[0].HBMReadBytes, info.MinHBMBytes-int64(core.DMA.Bytes)+core.DMA.Bytes-res.Chips[0].HBMWriteBytes)
+			g := gemmConfig(t, tc.sets...).Workload.GEMM
+			out, _ := isa.ParseDType(g.OutDType)
+			assert.Equal(t, g.M*g.N*int64(out.Bytes()), res.Chips[0].HBMWriteBytes)
+		})
+	}
+}
+
+func TestLoweringErrorsNameTheField(t *testing.T) {
+	cases := []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"workload.lowering.tile_n=1024"}, "workload.lowering.tile_n: 1024 exceeds the moving free size limit of 512"},
+		{[]string{"workload.lowering.block_m=100"}, "workload.lowering.block_m"},
+		{[]string{"workload.lowering.block_m=4096", "workload.lowering.block_n=2048", "workload.lowering.block_k=2048"}, "more than SBUF's 224 KiB"},
+		{[]string{"workload.lowering.psum_banks=9"}, "workload.lowering.psum_banks: 9 exceeds the 8 PSUM banks"},
+		{[]string{"workload.lowering.evacuate=scalar", "workload.lowering.block_k=512"}, "workload.lowering.evacuate: scalar evacuation needs K in one block"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			_, _, err := Lower(gemmConfig(t, tc.sets...))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestElementwiseLowering(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+	}{
+		{"gelu on scalar", "workload: {kind: elementwise, elementwise: {op: gelu, rows: 1024, cols: 4096, dtype: bf16}}"},
+		{"add on vector", "workload: {kind: elementwise, elementwise: {op: add, rows: 300, cols: 1000, dtype: fp32}}"},
+		{"copy on gpsimd, trn1", "workload: {kind: elementwise, elementwise: {op: copy, rows: 256, cols: 2048, dtype: bf16, engine: gpsimd}}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			preset := "trn2"
+			if tc.name == "copy on gpsimd, trn1" {
+				preset = "trn1"
+			}
+			cfg, err := configs.LoadBytes([]byte("hardware: {preset: "+preset+"}\n"+tc.yaml+"\n"), "t.yaml", configs.LoadOptions{})
+			require.NoError(t, err)
+			res, info := simulate(t, cfg)
+			assert.Greater(t, res.SimTime.Seconds(), 0.0)
+			e := cfg.Workload.Elementwise
+			dt, _ := isa.ParseDType(e.DType)
+			assert.Equal(t, e.Rows*e.Cols*int64(dt.Bytes()), res.Chips[0].HBMWriteBytes)
+			assert.Equal(t, info.MinHBMBytes-res.Chips[0].HBMWriteBytes, res.Chips[0].HBMReadBytes)
+		})
+	}
+}

@@ -105,7 +105,8 @@ type Lowering struct {
 }
 
 // Outputs says what to write besides the summary on standard output. Paths
-// are relative to the working directory.
+// are relative to the run config's folder (the embedded default: the working
+// directory).
 type Outputs struct {
 	// JSON writes results.json-style output; CSV one row of totals; Trace a
 	// Chrome trace-event timeline; Asm the lowered program.

@@ -58,8 +58,10 @@ func (c *RunConfig) validateHardware() error {
 		{!contains([]string{"none", "ring", "2d_torus", "3d_torus", "switched"}, h.Chip.Links.Topology), "hardware.chip.links.topology", fmt.Sprintf("must be none, ring, 2d_torus, 3d_torus or switched, got %q", h.Chip.Links.Topology)},
 		{co.Power.StartFraction > 1, "hardware.core.power.start_fraction", "must be at most 1"},
 		{co.Semaphores > 1<<20, "hardware.core.semaphores", "more than 2^20 semaphores per core is not supported"},
+		{co.DMA.QueuesPerEngine > 64, "hardware.core.dma.queues_per_engine", fmt.Sprintf("more than 64 queues per engine is not supported, got %d", co.DMA.QueuesPerEngine)},
 		{co.SBUF.Partitions > 4096, "hardware.core.sbuf.partitions", "more than 4096 partitions is not supported"},
-		{h.Chips*h.Chip.Cores > 1<<16, "hardware.chips", "more than 65536 cores in total is not supported"},
+		// (Each factor is bounded first, so the product cannot overflow.)
+		{h.Chips > 1<<16 || h.Chip.Cores > 1<<16 || h.Chips*h.Chip.Cores > 1<<16, "hardware.chips", "more than 65536 cores in total is not supported"},
 	}
 	for _, r := range rules {
 		if r.bad {

@@ -150,6 +150,9 @@ type atomicFile struct {
 
 func createAtomic(path string) (*atomicFile, error) {
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
+	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".partial-*")
 	if err != nil {
 		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))

@@ -91,26 +91,33 @@ type formula struct {
 	build   func(t *testing.T, n int64) *isa.Instruction
 	ns      int64 // stationary free size (matmul)
 	want    func(n int64) int64
-	variant string
+	variant string // "" for the rows of perNVariant
+}
+
+// perNVariant gives the variant of rows whose variant depends on N.
+var perNVariant = map[string]func(n int64) string{
+	"scalar_tensor_tensor bf16 sub/mul": func(n int64) string {
+		if n%2 == 0 {
+			return "vector.scalar_tensor_tensor.fast"
+		}
+		return "vector.scalar_tensor_tensor.default"
+	},
+	// A one-element access has no stride, so N=1 stays on the fast path.
+	"tensor_tensor bf16 add strided": func(n int64) string {
+		if n == 1 {
+			return "vector.tensor_tensor.half_sbuf"
+		}
+		return "vector.tensor_tensor.default"
+	},
+	"vector tensor_copy bf16 strided": func(n int64) string {
+		if n == 1 {
+			return "vector.tensor_copy.perf4"
+		}
+		return "vector.tensor_copy.perf2"
+	},
 }
 
 var freeSizes = []int64{1, 2, 63, 64, 65, 127, 128, 512, 1000}
-
-func checkFormulas(t *testing.T, table string, rows []formula) {
-	m := costModel(t, table)
-	for _, r := range rows {
-		for _, n := range freeSizes {
-			t.Run(fmt.Sprintf("%s/N=%d", r.name, n), func(t *testing.T) {
-				in := r.build(t, n)
-				c := cost(m, in, r.ns)
-				assert.Equal(t, r.want(n), c.IntervalCycles, "interval")
-				assert.Equal(t, r.variant, c.Variant)
-				assert.False(t, c.StridePenalized)
-				assert.GreaterOrEqual(t, c.LatencyCycles, c.IntervalCycles)
-			})
-		}
-	}
-}
 
 var (
 	bf16 = isa.BF16
@@ -203,6 +210,9 @@ func ncV2Rows() []formula {
 		// tensor_scalar on VectorE, ScalarE and GpSimd: max(MIN_II, N).
 		{"vector tensor_scalar", unary(vec, isa.OpTensorScalar, isa.Attrs{ALU0: isa.ALUMultiply, Imm0: 2}, sb(fp32), sb(fp32)), 0, maxII, "vector.tensor_scalar.default"},
 		{"scalar tensor_scalar", unary(scal, isa.OpTensorScalar, isa.Attrs{ALU0: isa.ALUAdd, Imm0: 1, ALU1: isa.ALUMultiply, Imm1: 3}, sb(bf16), sb(bf16)), 0, maxII, "scalar.tensor_scalar.default"},
+		{"vector tensor_scalar bf16 sbuf", unary(vec, isa.OpTensorScalar, isa.Attrs{ALU0: isa.ALUMultiply, Imm0: 2}, sb(bf16), sb(bf16)), 0, maxII, "vector.tensor_scalar.default"},
+		{"vector tensor_scalar fp16 from psum", unary(vec, isa.OpTensorScalar, isa.Attrs{ALU0: isa.ALUMultiply, Imm0: 2}, sb(fp16), ps(fp16)), 0, maxII, "vector.tensor_scalar.default"},
+		{"scalar tensor_scalar fp32", unary(scal, isa.OpTensorScalar, isa.Attrs{ALU0: isa.ALUAdd, Imm0: 1}, sb(fp32), sb(fp32)), 0, maxII, "scalar.tensor_scalar.default"},
 		{"gpsimd tensor_scalar", unary(gps, isa.OpTensorScalar, isa.Attrs{ALU0: isa.ALUAdd}, sb(bf16), sb(bf16)), 0, maxII, "gpsimd.tensor_scalar.default"},
 		// tensor_tensor: max(MIN_II, N) with one input in PSUM and one in
 		// SBUF, or all BF16 in SBUF with add/sub/mul and unit stride;
@@ -215,7 +225,7 @@ func ncV2Rows() []formula {
 		{"tensor_tensor bf16 max", binary(vec, isa.OpTensorTensor, isa.Attrs{ALU0: isa.ALUMax}, sb(bf16), sb(bf16), sb(bf16)), 0, maxII2N, "vector.tensor_tensor.default"},
 		{"tensor_tensor fp32 add", binary(vec, isa.OpTensorTensor, add, sb(fp32), sb(fp32), sb(fp32)), 0, maxII2N, "vector.tensor_tensor.default"},
 		{"tensor_tensor bf16 add fp32 out", binary(vec, isa.OpTensorTensor, add, sb(fp32), sb(bf16), sb(bf16)), 0, maxII2N, "vector.tensor_tensor.default"},
-		{"tensor_tensor bf16 add strided", binary(vec, isa.OpTensorTensor, add, sb(bf16), sbStrided(bf16, 2), sb(bf16)), 0, maxII2N, "vector.tensor_tensor.default"},
+		{"tensor_tensor bf16 add strided", binary(vec, isa.OpTensorTensor, add, sb(bf16), sbStrided(bf16, 2), sb(bf16)), 0, maxII2N, ""},
 		{"tensor_tensor bf16 add to psum", binary(vec, isa.OpTensorTensor, add, ps(bf16), sb(bf16), sb(bf16)), 0, maxII2N, "vector.tensor_tensor.default"},
 		{"tensor_tensor both psum", binary(vec, isa.OpTensorTensor, add, sb(bf16), ps(bf16), ps(bf16)), 0, maxII2N, "vector.tensor_tensor.default"},
 		{"gpsimd tensor_tensor", binary(gps, isa.OpTensorTensor, add, sb(bf16), sb(bf16), sb(bf16)), 0, maxII2N, "gpsimd.tensor_tensor.default"},
@@ -245,6 +255,9 @@ func ncV2Rows() []formula {
 		{"vector tensor_copy", unary(vec, isa.OpTensorCopy, isa.Attrs{}, sb(fp32), ps(fp32)), 0, maxII, "vector.tensor_copy.default"},
 		{"scalar tensor_copy", unary(scal, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), ps(fp32)), 0, maxII, "scalar.tensor_copy.default"},
 		{"gpsimd tensor_copy", unary(gps, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(bf16)), 0, maxII, "gpsimd.tensor_copy.default"},
+		{"vector tensor_copy bf16 sbuf", unary(vec, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(bf16)), 0, maxII, "vector.tensor_copy.default"},
+		{"vector tensor_copy bf16 from psum", unary(vec, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), ps(bf16)), 0, maxII, "vector.tensor_copy.default"},
+		{"scalar tensor_copy bf16", unary(scal, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(bf16)), 0, maxII, "scalar.tensor_copy.default"},
 		// memset: max(MIN_II, N/2) for zero in BF16/FP16, otherwise
 		// max(MIN_II, N).
 		{"memset zero bf16", nullary(vec, isa.OpMemset, isa.Attrs{}, sb(bf16)), 0, maxIIHalf, "vector.memset.zero_half"},
@@ -272,29 +285,13 @@ func ncV2Rows() []formula {
 	}
 }
 
-// stt fixes the scalar_tensor_tensor variant name, which depends on N.
-func fixVariants(rows []formula) []formula {
-	for i := range rows {
-		if rows[i].variant == "" {
-			rows[i].build = withVariantCheck(rows[i].build)
-		}
-	}
-	return rows
-}
-
-// withVariantCheck leaves the builder as is; the variant of rows with an
-// empty name is checked in checkFormulasNoVariant.
-func withVariantCheck(b func(t *testing.T, n int64) *isa.Instruction) func(t *testing.T, n int64) *isa.Instruction {
-	return b
-}
-
 func TestCostFormulasNCv2(t *testing.T) {
-	checkFormulasVariants(t, "nc-v2", ncV2Rows())
+	checkFormulas(t, "nc-v2", ncV2Rows())
 }
 
-// checkFormulasVariants is checkFormulas where an empty variant means "the
+// checkFormulas is checkFormulas where an empty variant means "the
 // fast variant for even N, the default one otherwise" (scalar_tensor_tensor).
-func checkFormulasVariants(t *testing.T, table string, rows []formula) {
+func checkFormulas(t *testing.T, table string, rows []formula) {
 	m := costModel(t, table)
 	for _, r := range rows {
 		for _, n := range freeSizes {
@@ -303,16 +300,213 @@ func checkFormulasVariants(t *testing.T, table string, rows []formula) {
 				c := cost(m, in, r.ns)
 				assert.Equal(t, r.want(n), c.IntervalCycles, "interval")
 				want := r.variant
-				if want == "" {
-					want = "vector.scalar_tensor_tensor.default"
-					if n%2 == 0 {
-						want = "vector.scalar_tensor_tensor.fast"
-					}
+				if f := perNVariant[r.name]; f != nil {
+					want = f(n)
 				}
 				assert.Equal(t, want, c.Variant)
 				assert.False(t, c.StridePenalized)
 				assert.GreaterOrEqual(t, c.LatencyCycles, c.IntervalCycles)
 			})
+		}
+	}
+}
+
+// change replaces a row's formula in a later generation.
+type change struct {
+	want    func(n int64) int64
+	variant string
+}
+
+// modify applies changes to rows by name; every change must name a row.
+func modify(t *testing.T, rows []formula, changes map[string]change) []formula {
+	t.Helper()
+	out := append([]formula(nil), rows...)
+	used := map[string]bool{}
+	for i := range out {
+		if c, ok := changes[out[i].name]; ok {
+			out[i].want, out[i].variant = c.want, c.variant
+			used[out[i].name] = true
+		}
+	}
+	for name := range changes {
+		require.True(t, used[name], "no row %q", name)
+	}
+	return out
+}
+
+// ncV3Changes are the NC-v3 multipliers (S2): VectorE performance mode (4x
+// for BF16/FP16 copy and tensor_scalar in SBUF with unit stride, 2x for the
+// other half-precision cases), tensor_tensor BF16 in SBUF at N/2, and the 2x
+// faster FP32 transpose.
+func ncV3Changes() map[string]change {
+	return map[string]change{
+		"vector tensor_copy bf16 sbuf":        {maxIIQtr, "vector.tensor_copy.perf4"},
+		"vector tensor_copy bf16 from psum":   {maxIIHalf, "vector.tensor_copy.perf2"},
+		"vector tensor_scalar bf16 sbuf":      {maxIIQtr, "vector.tensor_scalar.perf4"},
+		"vector tensor_scalar fp16 from psum": {maxIIHalf, "vector.tensor_scalar.perf2"},
+		"tensor_tensor bf16 add":              {maxIIHalf, "vector.tensor_tensor.half_sbuf"},
+		"tensor_tensor bf16 subtract":         {maxIIHalf, "vector.tensor_tensor.half_sbuf"},
+		"tensor_tensor fp16 multiply":         {maxIIHalf, "vector.tensor_tensor.half_sbuf"},
+		"tensor transpose fp32 P=32": {func(n int64) int64 { return 2 * max(32, min(64, n)) },
+			"tensor.transpose.fp32"},
+	}
+}
+
+func ncV3Rows(t *testing.T) []formula {
+	rows := modify(t, ncV2Rows(), ncV3Changes())
+	return append(rows,
+		// Strided BF16: half precision but not unit stride, so 2x, not 4x.
+		formula{"vector tensor_copy bf16 strided", unary(vec, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sbStrided(bf16, 2)), 0, maxIIHalf, ""},
+	)
+}
+
+func TestCostFormulasNCv3(t *testing.T) {
+	checkFormulas(t, "nc-v3", ncV3Rows(t))
+}
+
+// ncV4Changes are NC-v4's ScalarE BF16 modes (S3): 2x for tensor_scalar and
+// tensor_copy, and 256 elements/cycle for activation.
+func ncV4Changes() map[string]change {
+	return map[string]change{
+		"scalar tensor_scalar":    {maxIIHalf, "scalar.tensor_scalar.half"},
+		"scalar tensor_copy bf16": {maxIIHalf, "scalar.tensor_copy.half"},
+		"activation":              {maxIIHalf, "scalar.activation.half"},
+		"activation accumulate":   {func(n int64) int64 { return max(minII, ceilDiv(n, 2)) + minII }, "scalar.activation.half_accumulate"},
+	}
+}
+
+func TestCostFormulasNCv4(t *testing.T) {
+	rows := modify(t, ncV3Rows(t), ncV4Changes())
+	checkFormulas(t, "nc-v4", rows)
+}
+
+func TestCostStridePenalty(t *testing.T) {
+	// An on-chip inner stride of 16 bytes or more halves the port bandwidth:
+	// the interval doubles (reference §3, STRIDE_PENALTY = 2 from 16 bytes).
+	m := costModel(t, "nc-v2")
+	rawNeg := func(t *testing.T, n int64) isa.Operand {
+		b := &isa.Buffer{Name: "r", Mem: isa.MemSBUF, DType: bf16, Shape: []int64{128, 8 * n}}
+		op, err := b.Raw(0, 0, 128, 8*(n-1), []isa.Dim{{Size: n, Stride: -8}})
+		require.NoError(t, err)
+		return op
+	}
+	hbmOut := func(t *testing.T, n int64) isa.Operand {
+		b := &isa.Buffer{Name: "h", Mem: isa.MemHBM, DType: fp32, Shape: []int64{128, n}, Core: -1}
+		op, err := b.Whole(0)
+		require.NoError(t, err)
+		return op
+	}
+	cases := []struct {
+		name      string
+		build     func(t *testing.T) *isa.Instruction
+		ns        int64
+		want      int64
+		penalized bool
+	}{
+		{"fp32 stride 4 (16 B)", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(fp32, 128, 128)), sbuf(fp32, 128, 128).strided(4))
+		}, 0, 2 * 128, true},
+		{"fp32 stride 2 (8 B)", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(fp32, 128, 128)), sbuf(fp32, 128, 128).strided(2))
+		}, 0, 128, false},
+		{"fp32 stride 3 (12 B)", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(fp32, 128, 128)), sbuf(fp32, 128, 128).strided(3))
+		}, 0, 128, false},
+		{"bf16 stride 8 (16 B), small N", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(bf16, 128, 32)), sbuf(bf16, 128, 32).strided(8))
+		}, 0, 2 * minII, true},
+		{"bf16 stride 4 (8 B)", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(bf16, 128, 32)), sbuf(bf16, 128, 32).strided(4))
+		}, 0, minII, false},
+		{"fp8 stride 16 (16 B)", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(bf16, 128, 200)), sbuf(fp8, 128, 200).strided(16))
+		}, 0, 400, true},
+		{"fp8 stride 15", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(bf16, 128, 200)), sbuf(fp8, 128, 200).strided(15))
+		}, 0, 200, false},
+		{"strided output", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(fp32, 128, 100).strided(4)), sbuf(fp32, 128, 100))
+		}, 0, 200, true},
+		{"strided psum input", func(t *testing.T) *isa.Instruction {
+			return inst(t, scal, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(fp32, 128, 100)), psum(fp32, 128, 100).strided(4))
+		}, 0, 200, true},
+		{"one element has no stride", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(fp32, 128, 1)), sbuf(fp32, 128, 1).strided(64))
+		}, 0, minII, false},
+		{"negative stride", func(t *testing.T) *isa.Instruction {
+			in := inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(bf16, 128, 64)))
+			in.Ins = []isa.Operand{rawNeg(t, 64)}
+			return in
+		}, 0, 2 * 64, true},
+		{"activation", func(t *testing.T) *isa.Instruction {
+			return inst(t, scal, isa.OpActivation, isa.Attrs{Func: isa.ActExp, Scale: 1}, out(sbuf(bf16, 128, 512)), sbuf(bf16, 128, 512).strided(8))
+		}, 0, 1024, true},
+		{"matmul moving", func(t *testing.T) *isa.Instruction {
+			return inst(t, tensor, isa.OpMultiplyMoving, isa.Attrs{}, out(psum(fp32, 128, 128)), sbuf(bf16, 128, 128).strided(8))
+		}, 128, 256, true},
+		{"tensor_tensor general rate", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorTensor, add, out(sbuf(bf16, 128, 128)), sbuf(bf16, 128, 128).strided(8), sbuf(bf16, 128, 128))
+		}, 0, 2 * 2 * 128, true},
+		{"dma is not penalized", func(t *testing.T) *isa.Instruction {
+			in := inst(t, isa.EngineSync, isa.OpDMACopy, isa.Attrs{}, nil, sbuf(fp32, 128, 128).strided(4))
+			in.Outs = []isa.Operand{hbmOut(t, 128)}
+			return in
+		}, 0, 64, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cost(m, tc.build(t), tc.ns)
+			assert.Equal(t, tc.want, c.IntervalCycles)
+			assert.Equal(t, tc.penalized, c.StridePenalized)
+		})
+	}
+}
+
+func TestCostLatencies(t *testing.T) {
+	m := costModel(t, "nc-v2")
+	cases := []struct {
+		name          string
+		in            func(t *testing.T) *isa.Instruction
+		ns            int64
+		interval, lat int64
+	}{
+		// Latency = interval + the engine's pipeline constant.
+		{"matmul", func(t *testing.T) *isa.Instruction { return matmul(bf16)(t, 512) }, 128, 512, 512 + 128},
+		{"load_stationary", func(t *testing.T) *isa.Instruction {
+			return inst(t, tensor, isa.OpLoadStationary, isa.Attrs{}, nil, sbuf(bf16, 128, 128))
+		}, 0, 32, 32},
+		{"vector tensor_copy", func(t *testing.T) *isa.Instruction {
+			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(fp32, 128, 128)), sbuf(fp32, 128, 128))
+		}, 0, 128, 128 + 100},
+		// S4: a dependent 1-element ScalarE chain issues every ~264 cycles.
+		{"activation N=1", func(t *testing.T) *isa.Instruction {
+			return inst(t, scal, isa.OpActivation, isa.Attrs{Func: isa.ActExp, Scale: 1}, out(sbuf(bf16, 128, 1)), sbuf(bf16, 128, 1))
+		}, 0, 64, 264},
+		{"iota", func(t *testing.T) *isa.Instruction {
+			return inst(t, gps, isa.OpIota, isa.Attrs{}, out(sbuf(isa.INT32, 128, 10)))
+		}, 0, 160, 260},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cost(m, tc.in(t), tc.ns)
+			assert.Equal(t, tc.interval, c.IntervalCycles)
+			assert.Equal(t, tc.lat, c.LatencyCycles)
+		})
+	}
+}
+
+func TestCostSyncAndDMAOnEveryEngine(t *testing.T) {
+	for _, table := range configs.CostTableNames() {
+		m := costModel(t, table)
+		for _, e := range isa.AllEngines() {
+			for _, op := range []isa.Opcode{isa.OpNop, isa.OpSemWait, isa.OpSemInc, isa.OpBarrier} {
+				c := cost(m, &isa.Instruction{Op: op, Engine: e}, 0)
+				assert.Equal(t, int64(1), c.IntervalCycles, "%s %s %s", table, e, op)
+				assert.Equal(t, "any."+op.String()+".default", c.Variant)
+			}
+			in := inst(t, e, isa.OpDMACopy, isa.Attrs{}, out(sbuf(bf16, 128, 4096)), sbuf(bf16, 128, 4096))
+			c := cost(m, in, 0)
+			assert.Equal(t, int64(64), c.IntervalCycles, "%s %s dma_copy: the trigger, not the transfer", table, e)
 		}
 	}
 }

@@ -84,11 +84,16 @@ type exprParser struct {
 }
 
 func (p *exprParser) errf(format string, args ...any) error {
-	return fmt.Errorf("expression %q, column %d: %s", p.src, p.start+1, fmt.Sprintf(format, args...))
+	return p.errAt(p.start, format, args...)
+}
+
+// errAt reports an error at byte offset pos of the expression.
+func (p *exprParser) errAt(pos int, format string, args ...any) error {
+	return fmt.Errorf("expression %q, column %d: %s", p.src, pos+1, fmt.Sprintf(format, args...))
 }
 
 func (p *exprParser) next() {
-	for p.pos < len(p.src) && p.src[p.pos] == ' ' {
+	for p.pos < len(p.src) && (p.src[p.pos] == ' ' || p.src[p.pos] == '\t') {
 		p.pos++
 	}
 	p.start = p.pos
@@ -207,10 +212,10 @@ func (p *exprParser) parsePrimary() (exprFn, error) {
 		}
 		return nil, p.errf("unexpected %q", p.text)
 	case tokIdent:
-		name := p.text
+		name, at := p.text, p.start
 		p.next()
 		if p.tok == tokOp && p.text == "(" {
-			return p.parseCall(name)
+			return p.parseCall(name, at)
 		}
 		if idx, ok := varNames[name]; ok {
 			if idx == VarI {
@@ -221,12 +226,14 @@ func (p *exprParser) parsePrimary() (exprFn, error) {
 		if v, ok := p.consts[name]; ok {
 			return func(*CostEnv) float64 { return v }, nil
 		}
-		return nil, p.errf("unknown name %q (variables: N, P, NS, NOUT, K, BYTES, I; or a constant of the cost table)", name)
+		return nil, p.errAt(at, "unknown name %q (variables: N, P, NS, NOUT, K, BYTES, I; or a constant of the cost table)", name)
 	}
 	return nil, p.errf("expression ends early")
 }
 
-func (p *exprParser) parseCall(name string) (exprFn, error) {
+// parseCall parses the arguments of a call to name, which starts at byte
+// offset at.
+func (p *exprParser) parseCall(name string, at int) (exprFn, error) {
 	p.next() // (
 	var args []exprFn
 	for {
@@ -260,7 +267,7 @@ func (p *exprParser) parseCall(name string) (exprFn, error) {
 		}, nil
 	case "ceil", "floor":
 		if len(args) != 1 {
-			return nil, p.errf("%s takes one argument", name)
+			return nil, p.errAt(at, "%s takes one argument, got %d", name, len(args))
 		}
 		a := args[0]
 		if strings.ToLower(name) == "ceil" {
@@ -268,5 +275,5 @@ func (p *exprParser) parseCall(name string) (exprFn, error) {
 		}
 		return func(e *CostEnv) float64 { return math.Floor(a(e)) }, nil
 	}
-	return nil, p.errf("unknown function %q (functions: max, min, ceil, floor)", name)
+	return nil, p.errAt(at, "unknown function %q (functions: max, min, ceil, floor)", name)
 }

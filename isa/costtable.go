@@ -356,6 +356,11 @@ func FillEnv(in *Instruction, env *CostEnv) {
 	}
 }
 
+// MaxCostCycles caps an instruction's interval and latency, so a formula
+// that evaluates to infinity (a division by a zero variable) still gives a
+// representable cost.
+const MaxCostCycles = 1 << 50
+
 // Cost is the result of costing one instruction.
 type Cost struct {
 	// IntervalCycles: how long the instruction occupies its engine before the
@@ -388,11 +393,15 @@ func (m *CostModel) Cost(in *Instruction, flags uint32, env *CostEnv) Cost {
 		if interval < 1 || math.IsNaN(interval) {
 			interval = 1
 		}
+		// A formula that divides by a zero variable gives +Inf, which has no
+		// int64 value: clamp it (and any absurd value) to MaxCostCycles.
+		interval = min(interval, MaxCostCycles)
 		env[VarI] = interval
 		lat := math.Ceil(cv.latency.Eval(env))
 		if lat < interval || math.IsNaN(lat) {
 			lat = interval
 		}
+		lat = min(lat, MaxCostCycles)
 		return Cost{IntervalCycles: int64(interval), LatencyCycles: int64(lat), StridePenalized: pen,
 			Variant: cv.fullName}
 	}

@@ -96,7 +96,11 @@ func FormatOperand(prog *isa.Program, op *isa.Operand) string {
 		for i, d := range op.RawDims {
 			dims[i] = fmt.Sprintf("[%d, %d]", d.Stride, d.Size)
 		}
-		parts = append(parts, "ap=["+strings.Join(dims, ", ")+"]")
+		if len(dims) > 0 {
+			// A pattern without dimensions (one element) has no ap=; the
+			// parser reads "ap=[]" as an error.
+			parts = append(parts, "ap=["+strings.Join(dims, ", ")+"]")
+		}
 		return name + "{" + strings.Join(parts, ", ") + "}"
 	}
 	return name

@@ -20,6 +20,9 @@ type activity struct {
 	compute []clock.Time
 	dma     []clock.Time
 	next    Tracer
+	// lastDMA is the last DMA interval recorded: the shares of one transfer
+	// on the 16 engines usually share it, and the union counts it once.
+	lastDMA [2]clock.Time
 }
 
 func newActivity(next Tracer) *activity {
@@ -27,19 +30,17 @@ func newActivity(next Tracer) *activity {
 }
 
 func (a *activity) add(bins *[]clock.Time, start, end clock.Time) {
-	for end > start {
-		i := int(start / a.width)
-		for i >= maxActivityBins {
-			a.coarsen()
-			i = int(start / a.width)
-		}
-		if i >= len(*bins) {
-			*bins = append(*bins, make([]clock.Time, i+1-len(*bins))...)
-		}
-		binEnd := clock.Time(i+1) * a.width
-		seg := clock.Min(end, binEnd) - start
-		(*bins)[i] += seg
-		start += seg
+	for int((end-1)/a.width) >= maxActivityBins {
+		a.coarsen()
+	}
+	last := int((end - 1) / a.width)
+	if last >= len(*bins) {
+		*bins = append(*bins, make([]clock.Time, last+1-len(*bins))...)
+	}
+	b := *bins
+	for i := int(start / a.width); i <= last; i++ {
+		lo, hi := clock.Max(start, clock.Time(i)*a.width), clock.Min(end, clock.Time(i+1)*a.width)
+		b[i] += hi - lo
 	}
 }
 
@@ -90,7 +91,8 @@ func (a *activity) Wait(chip, core int32, eng isa.Engine, in *isa.Instruction, s
 }
 
 func (a *activity) DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
-	if end > start {
+	if end > start && (a.lastDMA[0] != start || a.lastDMA[1] != end) {
+		a.lastDMA = [2]clock.Time{start, end}
 		a.add(&a.dma, start, end)
 	}
 	if a.next != nil {

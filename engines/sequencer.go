@@ -51,6 +51,9 @@ type Sequencer struct {
 	waitCause StallCause
 	// barrierPosted is set once a barrier instruction has signalled.
 	barrierPosted bool
+	// usedPorts is set when the last committed instruction booked a shared
+	// SBUF/PSUM port or PSUM bank.
+	usedPorts bool
 
 	gen      uint64
 	pendingT clock.Time // time of the scheduled issue event, or Never
@@ -185,10 +188,16 @@ func (s *Sequencer) step(now clock.Time) {
 		}
 		s.cur = nil
 		s.barrierPosted = false
-		if next > now {
+		if next > now && s.usedPorts {
+			// An instruction that booked a shared port: issue the next one
+			// at its own time, so ports are granted in time order.
 			s.wakeAt(next)
 			return
 		}
+		// Otherwise commit the next instruction now, ahead of its start:
+		// its waits see every increment posted so far (one not yet posted
+		// makes it wait for a wake-up), and nothing else it needs is
+		// shared, so the result is the same with fewer events.
 	}
 }
 
@@ -415,6 +424,7 @@ func (s *Sequencer) claimPorts(in *isa.Instruction, start, interval clock.Time, 
 		ports[n], causes[n] = c.psumVS, StallPort
 		n++
 	}
+	s.usedPorts = n > 0
 	if n == 0 {
 		return start, cause
 	}

@@ -81,8 +81,33 @@ const granuleShift = 12
 // more than this many conflicting accesses to the same 4 KiB is missed.
 const recordsPerGranule = 16
 
+// rec is a compact Access kept in a bucket.
+type rec struct {
+	partLo, partHi int32
+	agent          int32
+	epoch          uint32
+	lo, hi         int64
+	write          bool
+	who            *isa.Instruction
+}
+
+// bucket is a ring of the most recent accesses to one granule.
 type bucket struct {
-	recs []Access
+	recs [recordsPerGranule]rec
+	head int // index of the oldest record
+	n    int
+}
+
+func (b *bucket) at(i int) *rec { return &b.recs[(b.head+i)%recordsPerGranule] }
+
+func (b *bucket) push(r rec) {
+	if b.n == recordsPerGranule {
+		b.recs[b.head] = r
+		b.head = (b.head + 1) % recordsPerGranule
+		return
+	}
+	b.recs[(b.head+b.n)%recordsPerGranule] = r
+	b.n++
 }
 
 // coreShadow indexes one core's SBUF and PSUM by 4 KiB granule.
@@ -100,6 +125,7 @@ type RaceDetector struct {
 	cores map[[2]int32]*coreShadow
 	last  *coreShadow
 	lastK [2]int32
+	names []string // agent names, by agent
 }
 
 // NewRaceDetector returns an empty detector.
@@ -121,12 +147,20 @@ func (d *RaceDetector) shadow(chip, core int32) *coreShadow {
 	return sh
 }
 
+func (r *rec) supersededBy(a *Access) bool {
+	return int(r.agent) == a.Agent && (a.Write || !r.write) && a.PartLo <= r.partLo && a.PartHi >= r.partHi && a.Lo <= r.lo && a.Hi >= r.hi
+}
+
 // Check records access a made by an agent whose clock is vc, and returns the
 // first earlier access it races with, or nil.
 func (d *RaceDetector) Check(a Access, vc VClock) *Access {
 	if a.Hi <= a.Lo || !a.Mem.OnChip() {
 		return nil
 	}
+	for a.Agent >= len(d.names) {
+		d.names = append(d.names, "")
+	}
+	d.names[a.Agent] = a.AgentName
 	var race *Access
 	sh := d.shadow(a.Chip, a.Core)
 	mi := 0
@@ -139,28 +173,37 @@ func (d *RaceDetector) Check(a Access, vc VClock) *Access {
 		copy(grown, sh.mem[mi])
 		sh.mem[mi] = grown
 	}
+	mine := rec{partLo: a.PartLo, partHi: a.PartHi, agent: int32(a.Agent), epoch: a.Epoch, lo: a.Lo, hi: a.Hi, write: a.Write, who: a.Who}
 	for g := g0; g <= g1; g++ {
 		b := &sh.mem[mi][g]
-		kept := b.recs[:0]
-		for i := range b.recs {
-			r := &b.recs[i]
-			if race == nil && r.Agent != a.Agent && (r.Write || a.Write) && r.overlaps(&a) && r.Epoch > vc[r.Agent] {
-				rc := *r
-				race = &rc
-			}
-			// Drop records this access supersedes: same agent, fully
-			// covered, and (for a read) nothing written left to protect.
-			if r.Agent == a.Agent && (a.Write || !r.Write) && a.PartLo <= r.PartLo && a.PartHi >= r.PartHi && a.Lo <= r.Lo && a.Hi >= r.Hi {
+		superseded := false
+		for i := 0; i < b.n; i++ {
+			r := b.at(i)
+			if int(r.agent) == a.Agent {
+				// Same agent: program order orders them.
+				superseded = superseded || r.supersededBy(&a)
 				continue
 			}
-			kept = append(kept, *r)
+			if race == nil && (r.write || a.Write) && r.partLo < a.PartHi && a.PartLo < r.partHi && r.lo < a.Hi && a.Lo < r.hi && r.epoch > vc[r.agent] {
+				race = &Access{Mem: a.Mem, Chip: a.Chip, Core: a.Core, PartLo: r.partLo, PartHi: r.partHi, Lo: r.lo, Hi: r.hi,
+					Write: r.write, Agent: int(r.agent), Epoch: r.epoch, Who: r.who, AgentName: d.names[r.agent]}
+			}
 		}
-		b.recs = kept
-		if len(b.recs) >= recordsPerGranule {
-			copy(b.recs, b.recs[1:])
-			b.recs = b.recs[:len(b.recs)-1]
+		if superseded {
+			// Drop the records a makes redundant: same agent, fully covered,
+			// and (for a read) nothing written left to protect.
+			w := 0
+			for i := 0; i < b.n; i++ {
+				if r := b.at(i); !r.supersededBy(&a) {
+					if w != i {
+						*b.at(w) = *r
+					}
+					w++
+				}
+			}
+			b.n = w
 		}
-		b.recs = append(b.recs, a)
+		b.push(mine)
 	}
 	return race
 }

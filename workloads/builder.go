@@ -14,6 +14,15 @@ type progBuilder struct {
 	sbufNext   int64
 	sbufCap    int64
 	hbmNext    int64
+	// views memoises on-chip views: the generators ask for the same tiles
+	// of the same buffers over and over. (HBM views differ at every step,
+	// so they are not kept.)
+	views map[viewKey]isa.Operand
+}
+
+type viewKey struct {
+	buf            int32
+	p0, p1, f0, f1 int64
 }
 
 func newProgBuilder(target string, sbufBytesPerPartition int64) *progBuilder {
@@ -53,9 +62,24 @@ func (b *progBuilder) add(buf *isa.Buffer) int32 {
 // view slices a buffer; the lowering only builds in-range views, so an
 // error here is a lowering bug reported as such.
 func (b *progBuilder) view(idx int32, sl ...isa.Slice) isa.Operand {
-	op, err := b.prog.Buffers[idx].View(idx, sl...)
+	buf := b.prog.Buffers[idx]
+	memo := buf.Mem.OnChip() && len(sl) == 2 && !sl[0].Index && !sl[1].Index && sl[0].Step == 1 && sl[1].Step == 1
+	var key viewKey
+	if memo {
+		key = viewKey{idx, sl[0].Start, sl[0].Stop, sl[1].Start, sl[1].Stop}
+		if op, ok := b.views[key]; ok {
+			return op
+		}
+	}
+	op, err := buf.View(idx, sl...)
 	if err != nil {
 		panic(fmt.Sprintf("lowering built an invalid view of %s: %v", b.prog.Buffers[idx].Name, err))
+	}
+	if memo {
+		if b.views == nil {
+			b.views = map[viewKey]isa.Operand{}
+		}
+		b.views[key] = op
 	}
 	return op
 }
@@ -119,3 +143,35 @@ func batchStream(key isa.StreamKey, steps int64, step func(i int64) ([]*isa.Inst
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// slab hands out instructions and operand slices from a few large
+// allocations: a generator step builds hundreds of instructions, and one
+// allocation each would dominate the lowering's cost.
+type slab struct {
+	insts []isa.Instruction
+	ops   []isa.Operand
+}
+
+func newSlab(insts, ops int) *slab {
+	return &slab{insts: make([]isa.Instruction, 0, insts), ops: make([]isa.Operand, 0, ops)}
+}
+
+// inst returns a new zero instruction.
+func (s *slab) inst() *isa.Instruction {
+	if len(s.insts) == cap(s.insts) {
+		s.insts = make([]isa.Instruction, 0, max(16, cap(s.insts)))
+	}
+	s.insts = s.insts[:len(s.insts)+1]
+	return &s.insts[len(s.insts)-1]
+}
+
+// operands copies ops into the slab and returns them as a slice that
+// cannot grow into its neighbours.
+func (s *slab) operands(ops ...isa.Operand) []isa.Operand {
+	if len(s.ops)+len(ops) > cap(s.ops) {
+		s.ops = make([]isa.Operand, 0, max(32, cap(s.ops), len(ops)))
+	}
+	i := len(s.ops)
+	s.ops = append(s.ops, ops...)
+	return s.ops[i:len(s.ops):len(s.ops)]
+}

@@ -433,7 +433,9 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	tensorGen := func(s int64) ([]*isa.Instruction, error) {
 		si := stepAt(s)
 		slot := s % p.nbuf
-		var out []*isa.Instruction
+		n := si.mTiles * si.kTiles * (1 + si.nTiles)
+		sl := newSlab(int(n), int(2*n))
+		out := make([]*isa.Instruction, 0, n)
 		var waits []isa.SemWait
 		waits = b.waitGE(waits, semA, dmaEngines*prefixes[s+1].aLoads)
 		waits = b.waitGE(waits, semB, dmaEngines*prefixes[s+1].bLoads)
@@ -448,16 +450,18 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			}
 			for kt := int64(0); kt < si.kTiles; kt++ {
 				krows := min(128, si.kSize-kt*128)
-				ls := &isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-					Ins: []isa.Operand{b.view(aBuf[slot], rng(0, krows), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+rows))}, OpID: opID, Waits: waits}
+				ls := sl.inst()
+				*ls = isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
+					Ins: sl.operands(b.view(aBuf[slot], rng(0, krows), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+rows))), OpID: opID, Waits: waits}
 				waits = nil
 				out = append(out, ls)
 				for nt := int64(0); nt < si.nTiles; nt++ {
 					cols := min(p.TN, si.nSize-nt*p.TN)
 					bank := ps[g*tilesPerGroup+nt]
-					mm := &isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-						Outs:  []isa.Operand{b.view(bank, rng(0, rows), rng(0, cols))},
-						Ins:   []isa.Operand{b.view(bBuf[slot], rng(0, krows), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+cols))},
+					mm := sl.inst()
+					*mm = isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
+						Outs:  sl.operands(b.view(bank, rng(0, rows), rng(0, cols))),
+						Ins:   sl.operands(b.view(bBuf[slot], rng(0, krows), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+cols))),
 						Attrs: isa.Attrs{Start: kt == 0, Stop: kt == si.kTiles-1}, OpID: opID}
 					if kt == si.kTiles-1 && nt == si.nTiles-1 {
 						mm.Signal = b.signal(semMM)
@@ -476,7 +480,9 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	evacGen := func(eng isa.Engine) func(s int64) ([]*isa.Instruction, error) {
 		return func(s int64) ([]*isa.Instruction, error) {
 			si := stepAt(s)
-			var out []*isa.Instruction
+			n := si.mTiles * si.nTiles
+			sl := newSlab(int(n), int(3*n))
+			out := make([]*isa.Instruction, 0, n+2)
 			rslot := si.block % p.nres
 			for mt := int64(0); mt < si.mTiles; mt++ {
 				u := prefixes[s].groups + mt
@@ -498,15 +504,15 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 					bank := ps[g*tilesPerGroup+nt]
 					dst := b.view(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
 					src := b.view(bank, rng(0, rows), rng(0, cols))
-					var in *isa.Instruction
+					in := sl.inst()
 					switch {
 					case si.kb == 0 && eng == isa.EngineScalar:
-						in = &isa.Instruction{Op: isa.OpActivation, Outs: []isa.Operand{dst}, Ins: []isa.Operand{src},
+						*in = isa.Instruction{Op: isa.OpActivation, Outs: sl.operands(dst), Ins: sl.operands(src),
 							Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}}
 					case si.kb == 0:
-						in = &isa.Instruction{Op: isa.OpTensorCopy, Outs: []isa.Operand{dst}, Ins: []isa.Operand{src}}
+						*in = isa.Instruction{Op: isa.OpTensorCopy, Outs: sl.operands(dst), Ins: sl.operands(src)}
 					default:
-						in = &isa.Instruction{Op: isa.OpTensorTensor, Outs: []isa.Operand{dst}, Ins: []isa.Operand{dst, src},
+						*in = isa.Instruction{Op: isa.OpTensorTensor, Outs: sl.operands(dst), Ins: sl.operands(dst, src),
 							Attrs: isa.Attrs{ALU0: isa.ALUAdd}}
 					}
 					in.Engine, in.Chip, in.Core, in.OpID = eng, b.chip, b.core, opID

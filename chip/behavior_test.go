@@ -346,7 +346,7 @@ vector tensor_copy d, s
 func TestSemaphoreWaitDelaysExactlyUntilIncrement(t *testing.T) {
 	// A long ScalarE activation signals s1; VectorE waits for it. The wait
 	// ends exactly when the increment takes effect (completion = issue +
-	// interval + SCALAR_PIPE_CYCLES), aligned to VectorE's next clock edge.
+	// interval + SCALAR_PIPE_CYCLES = 100), aligned to VectorE's next clock edge.
 	src := `.version 1
 .buffer a sbuf fp32 [128, 2048]
 .buffer b sbuf fp32 [128, 2048]
@@ -357,7 +357,7 @@ vector memset c wait=s1>=1
 	_, tr := traceAsm(t, "trn1", src)
 	act := tr.line(t, 5)
 	ms := tr.line(t, 6)
-	completion := act.start + clock.New(1.4).Cycles(2048+200)
+	completion := act.start + clock.New(1.4).Cycles(2048+100)
 	assert.Equal(t, clock.New(1.12).Edge(completion), ms.start)
 	assert.Equal(t, 1, tr.waits)
 

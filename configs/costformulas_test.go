@@ -478,10 +478,11 @@ func TestCostLatencies(t *testing.T) {
 		{"vector tensor_copy", func(t *testing.T) *isa.Instruction {
 			return inst(t, vec, isa.OpTensorCopy, isa.Attrs{}, out(sbuf(fp32, 128, 128)), sbuf(fp32, 128, 128))
 		}, 0, 128, 128 + 100},
-		// S4: a dependent 1-element ScalarE chain issues every ~264 cycles.
+		// MIN_II + SCALAR_PIPE_CYCLES (S1's ~100 cycles; S4's measured
+		// 264-cycle chain is a validation row, not fitted).
 		{"activation N=1", func(t *testing.T) *isa.Instruction {
 			return inst(t, scal, isa.OpActivation, isa.Attrs{Func: isa.ActExp, Scale: 1}, out(sbuf(bf16, 128, 1)), sbuf(bf16, 128, 1))
-		}, 0, 64, 264},
+		}, 0, 64, 164},
 		{"iota", func(t *testing.T) *isa.Instruction {
 			return inst(t, gps, isa.OpIota, isa.Attrs{}, out(sbuf(isa.INT32, 128, 10)))
 		}, 0, 160, 260},

@@ -30,8 +30,8 @@ type Case struct {
 	ID     string `yaml:"id"`
 	Title  string `yaml:"title"`
 	Source string `yaml:"source"`
-	// Metric is simulated_time, peak_pct, engine_busy_pct, dma_active_pct
-	// or dma_engine0_active.
+	// Metric is simulated_time, peak_pct, engine_busy_pct, dma_active_pct,
+	// time_per_instruction (of Engine) or dma_engine0_active.
 	Metric   string  `yaml:"metric"`
 	Engine   string  `yaml:"engine"`
 	Measured float64 `yaml:"measured"`
@@ -198,6 +198,21 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 	case "dma_active_pct":
 		row.Predicted = r.DMA.ActivePct
 		row.Bound = 100
+	case "time_per_instruction":
+		scale, err := unitScale(c.Unit)
+		if err != nil {
+			return row, fmt.Errorf("case %s: %v", c.ID, err)
+		}
+		e, ok := r.Engines[c.Engine]
+		if !ok || e.Instructions == 0 {
+			return row, fmt.Errorf("case %s: engine %q ran no instructions", c.ID, c.Engine)
+		}
+		row.Predicted = r.SimulatedTimeS / float64(e.Instructions) * scale
+		// Bound: each instruction's published interval, MIN_II cycles.
+		minII, _ := cfg.Cost.Constant("MIN_II")
+		clk := map[string]float64{"scalar": h.Core.Scalar.ClockGHz, "vector": h.Core.Vector.ClockGHz, "gpsimd": h.Core.GpSimd.ClockGHz, "tensor": h.Core.Tensor.ClockGHz, "sync": h.Core.Sync.ClockGHz}[c.Engine]
+		row.Bound = minII / (clk * 1e9) * scale
+		counters = fmt.Sprintf("%d %s instructions in %.4g us, %s busy %.1f%%", e.Instructions, c.Engine, r.SimulatedTimeS*1e6, c.Engine, e.BusyPct)
 	case "dma_engine0_active":
 		scale, err := unitScale(c.Unit)
 		if err != nil {
@@ -216,7 +231,7 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 	row.ErrorPct = 100 * (row.Predicted - row.Measured) / row.Measured
 	row.Pass = c.TargetPct == 0 || math.Abs(row.ErrorPct) <= c.TargetPct
 	// A time below the bound, or a percentage above it, is a bug.
-	isTime := c.Metric == "simulated_time" || c.Metric == "dma_engine0_active"
+	isTime := c.Metric == "simulated_time" || c.Metric == "dma_engine0_active" || c.Metric == "time_per_instruction"
 	if isTime && row.Predicted < row.Bound*(1-1e-9) {
 		return row, fmt.Errorf("case %s: predicted %.6g %s beats the physical bound %.6g %s", c.ID, row.Predicted, c.Unit, row.Bound, c.Unit)
 	}

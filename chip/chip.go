@@ -347,7 +347,7 @@ func (s *system) collect() *Result {
 	chips := map[int32]*ChipResult{}
 	var chipOrder []int32
 	for _, cp := range s.cores {
-		cr := CoreResult{Chip: cp.key.chip, Core: cp.key.core, DMA: cp.dma.Stats}
+		cr := CoreResult{Chip: cp.key.chip, Core: cp.key.core, DMA: cp.dma.FinalStats()}
 		for _, seq := range cp.core.Seqs {
 			st := seq.Stats
 			cr.Engines[seq.Engine()] = EngineResult{Engine: seq.Engine(), Instructions: st.Instructions, Busy: st.BusyTime,
@@ -356,8 +356,8 @@ func (s *system) collect() *Result {
 				res.SimTime = st.LastEnd
 			}
 		}
-		if cp.dma.Stats.LastCompletion > res.SimTime {
-			res.SimTime = cp.dma.Stats.LastCompletion
+		if cr.DMA.LastCompletion > res.SimTime {
+			res.SimTime = cr.DMA.LastCompletion
 		}
 		for _, b := range s.prog.Buffers {
 			if b.Chip != cp.key.chip || b.Core != cp.key.core {

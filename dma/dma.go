@@ -115,12 +115,18 @@ type Subsystem struct {
 	touched     []*transfer
 	queueNames  []string
 	scratch     []*share
+	// lockstep is true while every engine has the same queues and shares
+	// (every transfer so far spread evenly over all engines): then engine 0
+	// alone is simulated and stands for all of them, and mirror collects
+	// the statistics the other engines will be credited with.
+	lockstep bool
+	mirror   EngineStats
 }
 
 // New builds the DMA engines of one core.
 func New(cfg Config, env Env) *Subsystem {
 	d := &Subsystem{ComponentBase: sim.NewComponentBase(fmt.Sprintf("Chip[%d].Core[%d].DMA", cfg.Chip, cfg.Core)),
-		cfg: cfg, env: env, pending: clock.Never,
+		cfg: cfg, env: env, pending: clock.Never, lockstep: cfg.Engines > 1,
 		outstanding: make([]int, cfg.Queues),
 		queueWait:   make([][]func(clock.Time), cfg.Queues),
 		dgeFree:     make([]clock.Time, cfg.HWDGEBlocks),
@@ -128,6 +134,7 @@ func New(cfg Config, env Env) *Subsystem {
 	}
 	d.Stats.QueueTransfers = make([]int64, cfg.Queues)
 	d.Stats.Engines = make([]EngineStats, cfg.Engines)
+	d.mirror.FirstByte = clock.Never
 	for q := 0; q < cfg.Queues; q++ {
 		d.queueNames = append(d.queueNames, fmt.Sprintf("chip %d core %d DMA queue %d", cfg.Chip, cfg.Core, q))
 		d.queueVC = append(d.queueVC, make(memory.VClock, cfg.Agents))
@@ -164,6 +171,9 @@ type share struct {
 	start     clock.Time
 	remaining float64
 	stack     int
+	// mult is how many engines this share stands for: while the engines
+	// run in lockstep, engine 0 carries every engine's identical share.
+	mult int
 }
 
 // engineID numbers an engine uniquely on its chip.
@@ -301,10 +311,11 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 	d.Stats.Bytes += in.Outs[0].AP.Bytes()
 	now := d.env.Now()
 	slab := make([]share, len(d.engines))
-	for e, eng := range d.engines {
+	symmetric := true
+	for e := range d.engines {
 		lo, hi := d.rowsOfEngine(&p, e)
 		sh := &slab[e]
-		*sh = share{t: t, eff: p.eff}
+		*sh = share{t: t, eff: p.eff, mult: 1}
 		if hi > lo {
 			rows := hi - lo
 			sh.bytes = rows * p.rowBytes
@@ -315,13 +326,86 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 				sh.hbmAddr = p.hbm.Offset + lo*p.hbm.PartStride*int64(p.hbm.DType.Bytes())
 			}
 		}
-		eng.queues[q] = append(eng.queues[q], sh)
-		eng.queued++
-		eng.ready |= 1 << q
-		eng.dirty = true
+		if sh.bytes != slab[0].bytes || sh.descs != slab[0].descs {
+			symmetric = false
+		}
+	}
+	if d.lockstep && symmetric {
+		// Every engine gets the same share: engine 0 carries them all.
+		slab[0].mult = len(d.engines)
+		d.enqueue(d.engines[0], q, &slab[0])
+	} else {
+		if d.lockstep {
+			d.split()
+		}
+		for e, eng := range d.engines {
+			d.enqueue(eng, q, &slab[e])
+		}
 	}
 	d.update(now)
 	return nil
+}
+
+func (d *Subsystem) enqueue(eng *Engine, q int16, sh *share) {
+	eng.queues[q] = append(eng.queues[q], sh)
+	eng.queued++
+	eng.ready |= 1 << q
+	eng.dirty = true
+}
+
+// split leaves lockstep: engine 0's shares, which stood for every engine,
+// are copied to the other engines, and the statistics mirrored so far are
+// credited to them.
+func (d *Subsystem) split() {
+	d.lockstep = false
+	e0 := d.engines[0]
+	for _, eng := range d.engines[1:] {
+		for q := range e0.queues {
+			for _, sh := range e0.queues[q] {
+				c := *sh
+				c.mult = 1
+				eng.queues[q] = append(eng.queues[q], &c)
+			}
+			if sh := e0.active[q]; sh != nil {
+				c := *sh
+				c.mult = 1
+				eng.active[q] = &c
+			}
+		}
+		eng.activeQs = append(eng.activeQs[:0], e0.activeQs...)
+		eng.queued, eng.ready, eng.last, eng.busySince = e0.queued, e0.ready, e0.last, e0.busySince
+		eng.nextAt, eng.dirty = e0.nextAt, true
+	}
+	for q := range e0.queues {
+		for _, sh := range e0.queues[q] {
+			sh.mult = 1
+		}
+		if sh := e0.active[q]; sh != nil {
+			sh.mult = 1
+		}
+	}
+	d.creditMirror()
+}
+
+// creditMirror adds the statistics engine 0 gathered in lockstep to the
+// other engines.
+func (d *Subsystem) creditMirror() {
+	m := d.mirror
+	for e := 1; e < len(d.Stats.Engines); e++ {
+		st := &d.Stats.Engines[e]
+		st.Shares += m.Shares
+		st.Bytes += m.Bytes
+		st.Active += m.Active
+		st.FirstByte = clock.Min(st.FirstByte, m.FirstByte)
+		st.LastByte = clock.Max(st.LastByte, m.LastByte)
+	}
+	d.mirror = EngineStats{FirstByte: clock.Never}
+}
+
+// FinalStats returns the statistics with every engine credited.
+func (d *Subsystem) FinalStats() Stats {
+	d.creditMirror()
+	return d.Stats
 }
 
 func (d *Subsystem) checkRaces(in *isa.Instruction, agent int, vc memory.VClock) error {
@@ -361,12 +445,12 @@ func (d *Subsystem) finish(sh *share, end clock.Time) {
 	if t.unposted == 0 {
 		d.touched = append(d.touched, t)
 	}
-	t.unposted++
+	t.unposted += int64(sh.mult)
 	t.unpostedAt = at
 	if at > d.Stats.LastCompletion {
 		d.Stats.LastCompletion = at
 	}
-	t.sharesLeft--
+	t.sharesLeft -= sh.mult
 	if t.sharesLeft == 0 {
 		q := t.queue
 		d.outstanding[q]--
@@ -468,6 +552,17 @@ func (d *Subsystem) update(now clock.Time) {
 		next = clock.Min(next, e.nextAt)
 	}
 	d.flush()
+	if !d.lockstep && len(d.engines) > 1 {
+		idle := true
+		for _, e := range d.engines {
+			if len(e.activeQs) > 0 || e.queued > 0 {
+				idle = false
+				break
+			}
+		}
+		// Every engine has drained: they are identical again.
+		d.lockstep = idle
+	}
 	if next != clock.Never && next != d.pending {
 		d.gen++
 		d.pending = next
@@ -609,8 +704,10 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	sh.stack = -1
 	if sh.hbmBytes > 0 && d.env.HBM != nil {
 		// A share cannot outrun its part of the HBM stack.
-		stack, slow := d.env.HBM.Begin(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, d.engineID(e.index), d.cfg.EngineGBps)
-		sh.stack = stack
+		var slow float64
+		for i := 0; i < sh.mult; i++ {
+			sh.stack, slow = d.env.HBM.Begin(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, d.engineID(e.index+i), d.cfg.EngineGBps)
+		}
 		work = work*slow + float64(d.env.HBM.Latency())
 	}
 	sh.start = now
@@ -620,29 +717,44 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	}
 	e.active[q] = sh
 	e.activeQs = append(e.activeQs, q)
-	st := &d.Stats.Engines[e.index]
-	st.Shares++
-	st.Bytes += sh.bytes
-	if now < st.FirstByte {
-		st.FirstByte = now
+	for _, st := range d.statsOf(e, sh) {
+		st.Shares++
+		st.Bytes += sh.bytes
+		if now < st.FirstByte {
+			st.FirstByte = now
+		}
 	}
+}
+
+// statsOf returns the statistics a share of engine e updates: its own, and
+// the mirror when it stands for other engines too.
+func (d *Subsystem) statsOf(e *Engine, sh *share) []*EngineStats {
+	if sh.mult > 1 {
+		return []*EngineStats{&d.Stats.Engines[e.index], &d.mirror}
+	}
+	return []*EngineStats{&d.Stats.Engines[e.index]}
 }
 
 // retire records a finished share and signals its transfer.
 func (e *Engine) retire(sh *share, now clock.Time) {
 	d := e.sub
 	if sh.stack >= 0 {
-		d.env.HBM.End(sh.stack, d.engineID(e.index))
+		for i := 0; i < sh.mult; i++ {
+			d.env.HBM.End(sh.stack, d.engineID(e.index+i))
+		}
 	}
-	st := &d.Stats.Engines[e.index]
-	if now > st.LastByte {
-		st.LastByte = now
-	}
-	if len(e.activeQs) == 0 {
-		st.Active += now - e.busySince
+	for _, st := range d.statsOf(e, sh) {
+		if now > st.LastByte {
+			st.LastByte = now
+		}
+		if len(e.activeQs) == 0 {
+			st.Active += now - e.busySince
+		}
 	}
 	if d.env.Tracer != nil {
-		d.env.Tracer.DMA(d.cfg.Chip, d.cfg.Core, e.index, sh.t.queue, sh.t.in, sh.bytes, sh.start, now)
+		for i := 0; i < sh.mult; i++ {
+			d.env.Tracer.DMA(d.cfg.Chip, d.cfg.Core, e.index+i, sh.t.queue, sh.t.in, sh.bytes, sh.start, now)
+		}
 	}
 	d.finish(sh, now)
 }

@@ -121,6 +121,7 @@ type Subsystem struct {
 	// the statistics the other engines will be credited with.
 	lockstep bool
 	mirror   EngineStats
+	statsBuf [2]*EngineStats
 }
 
 // New builds the DMA engines of one core.
@@ -729,10 +730,12 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 // statsOf returns the statistics a share of engine e updates: its own, and
 // the mirror when it stands for other engines too.
 func (d *Subsystem) statsOf(e *Engine, sh *share) []*EngineStats {
+	d.statsBuf[0] = &d.Stats.Engines[e.index]
 	if sh.mult > 1 {
-		return []*EngineStats{&d.Stats.Engines[e.index], &d.mirror}
+		d.statsBuf[1] = &d.mirror
+		return d.statsBuf[:2]
 	}
-	return []*EngineStats{&d.Stats.Engines[e.index]}
+	return d.statsBuf[:1]
 }
 
 // retire records a finished share and signals its transfer.

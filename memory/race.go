@@ -76,38 +76,47 @@ func (e *RaceError) Error() string {
 // granuleShift sets the size of the detector's index buckets (4 KiB).
 const granuleShift = 12
 
-// recordsPerGranule bounds how many past accesses each bucket remembers.
-// Older accesses are forgotten: a race between two accesses separated by
-// more than this many conflicting accesses to the same 4 KiB is missed.
-const recordsPerGranule = 16
+// recordsPerAgent bounds how many past accesses each bucket remembers per
+// agent (a power of two). Older accesses are forgotten: a race with an
+// access that its own agent followed by this many other accesses to the
+// same 4 KiB (none covering it) is missed.
+const recordsPerAgent = 8
 
 // rec is a compact Access kept in a bucket.
 type rec struct {
 	partLo, partHi int32
-	agent          int32
 	epoch          uint32
-	lo, hi         int64
 	write          bool
+	lo, hi         int64
 	who            *isa.Instruction
 }
 
-// bucket is a ring of the most recent accesses to one granule.
-type bucket struct {
-	recs [recordsPerGranule]rec
-	head int // index of the oldest record
-	n    int
+// agentRing holds one agent's most recent accesses to a granule. Its
+// epochs only grow, so when the newest is ordered before an access, all
+// are, and the ring is skipped whole.
+type agentRing struct {
+	agent    int32
+	head, n  uint8
+	maxEpoch uint32
+	recs     [recordsPerAgent]rec
 }
 
-func (b *bucket) at(i int) *rec { return &b.recs[(b.head+i)%recordsPerGranule] }
+func (g *agentRing) at(i int) *rec { return &g.recs[(int(g.head)+i)&(recordsPerAgent-1)] }
 
-func (b *bucket) push(r rec) {
-	if b.n == recordsPerGranule {
-		b.recs[b.head] = r
-		b.head = (b.head + 1) % recordsPerGranule
+func (g *agentRing) push(r rec) {
+	g.maxEpoch = r.epoch
+	if int(g.n) == recordsPerAgent {
+		g.recs[g.head] = r
+		g.head = (g.head + 1) & (recordsPerAgent - 1)
 		return
 	}
-	b.recs[(b.head+b.n)%recordsPerGranule] = r
-	b.n++
+	g.recs[(int(g.head)+int(g.n))&(recordsPerAgent-1)] = r
+	g.n++
+}
+
+// bucket holds, per agent, the recent accesses to one granule.
+type bucket struct {
+	groups []*agentRing
 }
 
 // coreShadow indexes one core's SBUF and PSUM by 4 KiB granule.
@@ -147,8 +156,10 @@ func (d *RaceDetector) shadow(chip, core int32) *coreShadow {
 	return sh
 }
 
-func (r *rec) supersededBy(a *Access) bool {
-	return int(r.agent) == a.Agent && (a.Write || !r.write) && a.PartLo <= r.partLo && a.PartHi >= r.partHi && a.Lo <= r.lo && a.Hi >= r.hi
+// covers reports whether access a makes r redundant for its own agent: a
+// covers r and, when r wrote, a writes too.
+func covers(a *Access, r *rec) bool {
+	return (a.Write || !r.write) && a.PartLo <= r.partLo && a.PartHi >= r.partHi && a.Lo <= r.lo && a.Hi >= r.hi
 }
 
 // Check records access a made by an agent whose clock is vc, and returns the
@@ -173,37 +184,46 @@ func (d *RaceDetector) Check(a Access, vc VClock) *Access {
 		copy(grown, sh.mem[mi])
 		sh.mem[mi] = grown
 	}
-	mine := rec{partLo: a.PartLo, partHi: a.PartHi, agent: int32(a.Agent), epoch: a.Epoch, lo: a.Lo, hi: a.Hi, write: a.Write, who: a.Who}
+	mine := rec{partLo: a.PartLo, partHi: a.PartHi, epoch: a.Epoch, lo: a.Lo, hi: a.Hi, write: a.Write, who: a.Who}
+	agent := int32(a.Agent)
 	for g := g0; g <= g1; g++ {
 		b := &sh.mem[mi][g]
-		superseded := false
-		for i := 0; i < b.n; i++ {
-			r := b.at(i)
-			if int(r.agent) == a.Agent {
-				// Same agent: program order orders them.
-				superseded = superseded || r.supersededBy(&a)
+		var own *agentRing
+		for _, grp := range b.groups {
+			if grp.agent == agent {
+				own = grp
 				continue
 			}
-			if race == nil && (r.write || a.Write) && r.partLo < a.PartHi && a.PartLo < r.partHi && r.lo < a.Hi && a.Lo < r.hi && r.epoch > vc[r.agent] {
-				race = &Access{Mem: a.Mem, Chip: a.Chip, Core: a.Core, PartLo: r.partLo, PartHi: r.partHi, Lo: r.lo, Hi: r.hi,
-					Write: r.write, Agent: int(r.agent), Epoch: r.epoch, Who: r.who, AgentName: d.names[r.agent]}
+			// Every record of this agent is ordered before a: skip it whole.
+			if race != nil || grp.maxEpoch <= vc[grp.agent] {
+				continue
+			}
+			for i := 0; i < int(grp.n); i++ {
+				r := grp.at(i)
+				if r.epoch > vc[grp.agent] && (r.write || a.Write) && r.partLo < a.PartHi && a.PartLo < r.partHi && r.lo < a.Hi && a.Lo < r.hi {
+					race = &Access{Mem: a.Mem, Chip: a.Chip, Core: a.Core, PartLo: r.partLo, PartHi: r.partHi, Lo: r.lo, Hi: r.hi,
+						Write: r.write, Agent: int(grp.agent), Epoch: r.epoch, Who: r.who, AgentName: d.names[grp.agent]}
+					break
+				}
 			}
 		}
-		if superseded {
-			// Drop the records a makes redundant: same agent, fully covered,
-			// and (for a read) nothing written left to protect.
+		if own == nil {
+			own = &agentRing{agent: agent}
+			b.groups = append(b.groups, own)
+		} else {
+			// Drop the agent's records that a makes redundant.
 			w := 0
-			for i := 0; i < b.n; i++ {
-				if r := b.at(i); !r.supersededBy(&a) {
+			for i := 0; i < int(own.n); i++ {
+				if r := own.at(i); !covers(&a, r) {
 					if w != i {
-						*b.at(w) = *r
+						*own.at(w) = *r
 					}
 					w++
 				}
 			}
-			b.n = w
+			own.n = uint8(w)
 		}
-		b.push(mine)
+		own.push(mine)
 	}
 	return race
 }

@@ -6,18 +6,24 @@ import (
 
 	"github.com/trnsim/trnsim/chip"
 	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/internal/hostcpu"
 )
 
 // BenchmarkLoweredGEMM measures simulator speed, lowering included, on the
 // embedded default GEMM and on K1's GEMM (trn1, 4096 x 8192 x 8192 BF16).
 func BenchmarkLoweredGEMM(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	k1 := []string{"hardware.preset=trn1", "workload.gemm.m=4096", "workload.gemm.k=8192", "workload.gemm.n=8192",
+		"workload.lowering.block_m=2048", "workload.lowering.block_n=1024", "workload.lowering.block_k=1024"}
 	for _, tc := range []struct {
-		name string
-		sets []string
+		name   string
+		sets   []string
+		noRace bool
 	}{
-		{"default", nil},
-		{"K1", []string{"hardware.preset=trn1", "workload.gemm.m=4096", "workload.gemm.k=8192", "workload.gemm.n=8192"}},
+		{"default", nil, false},
+		{"K1", k1, false},
+		{"default/no-race-check", nil, true},
+		{"K1/no-race-check", k1, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: tc.sets})
@@ -26,12 +32,13 @@ func BenchmarkLoweredGEMM(b *testing.B) {
 			}
 			var instr, events int64
 			var host float64
+			cpu0 := hostcpu.Time()
 			for i := 0; i < b.N; i++ {
 				prog, _, err := Lower(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
-				res, err := chip.Run(cfg, prog, chip.Options{})
+				res, err := chip.Run(cfg, prog, chip.Options{NoRaceCheck: tc.noRace})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -39,7 +46,9 @@ func BenchmarkLoweredGEMM(b *testing.B) {
 				events += res.Events
 				host += res.HostTime.Seconds()
 			}
+			cpu := (hostcpu.Time() - cpu0).Seconds()
 			b.ReportMetric(float64(instr)/host, "instr/s")
+			b.ReportMetric(float64(instr)/cpu, "instr/cpu-s")
 			b.ReportMetric(float64(events)/host, "events/s")
 		})
 	}

@@ -17,12 +17,12 @@ type progBuilder struct {
 	// views memoises on-chip views: the generators ask for the same tiles
 	// of the same buffers over and over. (HBM views differ at every step,
 	// so they are not kept.)
-	views map[viewKey]isa.Operand
+	views map[viewKey][]isa.Operand
 }
 
 type viewKey struct {
 	buf            int32
-	p0, p1, f0, f1 int64
+	p0, p1, f0, f1 int32
 }
 
 func newProgBuilder(target string, sbufBytesPerPartition int64) *progBuilder {
@@ -62,26 +62,34 @@ func (b *progBuilder) add(buf *isa.Buffer) int32 {
 // view slices a buffer; the lowering only builds in-range views, so an
 // error here is a lowering bug reported as such.
 func (b *progBuilder) view(idx int32, sl ...isa.Slice) isa.Operand {
+	return b.viewOps(idx, sl...)[0]
+}
+
+// viewOps is view returned as a one-operand slice that instructions can
+// share: on-chip views are built once and reused read-only.
+func (b *progBuilder) viewOps(idx int32, sl ...isa.Slice) []isa.Operand {
 	buf := b.prog.Buffers[idx]
-	memo := buf.Mem.OnChip() && len(sl) == 2 && !sl[0].Index && !sl[1].Index && sl[0].Step == 1 && sl[1].Step == 1
+	memo := buf.Mem.OnChip() && len(sl) == 2 && !sl[0].Index && !sl[1].Index && sl[0].Step == 1 && sl[1].Step == 1 &&
+		sl[1].Stop < 1<<31
 	var key viewKey
 	if memo {
-		key = viewKey{idx, sl[0].Start, sl[0].Stop, sl[1].Start, sl[1].Stop}
-		if op, ok := b.views[key]; ok {
-			return op
+		key = viewKey{idx, int32(sl[0].Start), int32(sl[0].Stop), int32(sl[1].Start), int32(sl[1].Stop)}
+		if ops, ok := b.views[key]; ok {
+			return ops
 		}
 	}
 	op, err := buf.View(idx, sl...)
 	if err != nil {
 		panic(fmt.Sprintf("lowering built an invalid view of %s: %v", b.prog.Buffers[idx].Name, err))
 	}
+	ops := []isa.Operand{op}
 	if memo {
 		if b.views == nil {
-			b.views = map[viewKey]isa.Operand{}
+			b.views = map[viewKey][]isa.Operand{}
 		}
-		b.views[key] = op
+		b.views[key] = ops[:1:1]
 	}
-	return op
+	return ops[:1:1]
 }
 
 // raw builds an explicit access pattern (see isa.Buffer.Raw).

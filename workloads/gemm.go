@@ -434,7 +434,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		si := stepAt(s)
 		slot := s % p.nbuf
 		n := si.mTiles * si.kTiles * (1 + si.nTiles)
-		sl := newSlab(int(n), int(2*n))
+		sl := newSlab(int(n), 0)
 		out := make([]*isa.Instruction, 0, n)
 		var waits []isa.SemWait
 		waits = b.waitGE(waits, semA, dmaEngines*prefixes[s+1].aLoads)
@@ -452,7 +452,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 				krows := min(128, si.kSize-kt*128)
 				ls := sl.inst()
 				*ls = isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-					Ins: sl.operands(b.view(aBuf[slot], rng(0, krows), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+rows))), OpID: opID, Waits: waits}
+					Ins: b.viewOps(aBuf[slot], rng(0, krows), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+rows)), OpID: opID, Waits: waits}
 				waits = nil
 				out = append(out, ls)
 				for nt := int64(0); nt < si.nTiles; nt++ {
@@ -460,8 +460,8 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 					bank := ps[g*tilesPerGroup+nt]
 					mm := sl.inst()
 					*mm = isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-						Outs:  sl.operands(b.view(bank, rng(0, rows), rng(0, cols))),
-						Ins:   sl.operands(b.view(bBuf[slot], rng(0, krows), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+cols))),
+						Outs:  b.viewOps(bank, rng(0, rows), rng(0, cols)),
+						Ins:   b.viewOps(bBuf[slot], rng(0, krows), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+cols)),
 						Attrs: isa.Attrs{Start: kt == 0, Stop: kt == si.kTiles-1}, OpID: opID}
 					if kt == si.kTiles-1 && nt == si.nTiles-1 {
 						mm.Signal = b.signal(semMM)
@@ -481,7 +481,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return func(s int64) ([]*isa.Instruction, error) {
 			si := stepAt(s)
 			n := si.mTiles * si.nTiles
-			sl := newSlab(int(n), int(3*n))
+			sl := newSlab(int(n), int(2*n))
 			out := make([]*isa.Instruction, 0, n+2)
 			rslot := si.block % p.nres
 			for mt := int64(0); mt < si.mTiles; mt++ {
@@ -502,17 +502,18 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 				for nt := int64(0); nt < si.nTiles; nt++ {
 					cols := min(p.TN, si.nSize-nt*p.TN)
 					bank := ps[g*tilesPerGroup+nt]
-					dst := b.view(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
-					src := b.view(bank, rng(0, rows), rng(0, cols))
+					dsts := b.viewOps(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
+					srcs := b.viewOps(bank, rng(0, rows), rng(0, cols))
+					dst, src := dsts[0], srcs[0]
 					in := sl.inst()
 					switch {
 					case si.kb == 0 && eng == isa.EngineScalar:
-						*in = isa.Instruction{Op: isa.OpActivation, Outs: sl.operands(dst), Ins: sl.operands(src),
+						*in = isa.Instruction{Op: isa.OpActivation, Outs: dsts, Ins: srcs,
 							Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}}
 					case si.kb == 0:
-						*in = isa.Instruction{Op: isa.OpTensorCopy, Outs: sl.operands(dst), Ins: sl.operands(src)}
+						*in = isa.Instruction{Op: isa.OpTensorCopy, Outs: dsts, Ins: srcs}
 					default:
-						*in = isa.Instruction{Op: isa.OpTensorTensor, Outs: sl.operands(dst), Ins: sl.operands(dst, src),
+						*in = isa.Instruction{Op: isa.OpTensorTensor, Outs: dsts, Ins: sl.operands(dst, src),
 							Attrs: isa.Attrs{ALU0: isa.ALUAdd}}
 					}
 					in.Engine, in.Chip, in.Core, in.OpID = eng, b.chip, b.core, opID

@@ -162,6 +162,11 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	}
 	cfg.Hardware.Preset = preset
 	for _, l := range layers {
+		if p := childOf(childOf(l.root, "hardware"), "preset"); p != nil {
+			cfg.Sources["hardware.preset"] = Source{File: l.dec.file, Line: p.Line, Col: p.Column, Note: "run config"}
+		}
+	}
+	for _, l := range layers {
 		for k, v := range l.dec.set {
 			if strings.HasPrefix(k, "hardware.") && k != "hardware.preset" {
 				v.Note = "override"

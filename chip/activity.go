@@ -35,7 +35,13 @@ func (a *activity) add(bins *[]clock.Time, start, end clock.Time) {
 	}
 	last := int((end - 1) / a.width)
 	if last >= len(*bins) {
-		*bins = append(*bins, make([]clock.Time, last+1-len(*bins))...)
+		if last >= cap(*bins) {
+			grown := make([]clock.Time, last+1, 2*(last+1))
+			copy(grown, *bins)
+			*bins = grown
+		} else {
+			*bins = (*bins)[:last+1]
+		}
 	}
 	b := *bins
 	for i := int(start / a.width); i <= last; i++ {

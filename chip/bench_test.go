@@ -53,18 +53,20 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 		require.NoError(t, err)
 		return op
 	}
-	var opIn, opMid, opOut [2][4]isa.Operand
-	var opAcc [2][4]isa.Operand
-	var wholeIn, wholeOut [2]isa.Operand
+	// Operand and signal slices are built once and shared read-only; each
+	// step allocates its instructions and waits in one block apiece, so the
+	// benchmark measures the simulator rather than the generator.
+	one := func(op isa.Operand) []isa.Operand { return []isa.Operand{op} }
+	var opIn, opMid, opOut, opAcc [2][4][]isa.Operand
+	var wholeIn, wholeOut [2][]isa.Operand
 	for s := 0; s < 2; s++ {
-		wholeIn[s], wholeOut[s] = whole(in[s]), whole(out[s])
+		wholeIn[s], wholeOut[s] = one(whole(in[s])), one(whole(out[s]))
 		for j := 0; j < 4; j++ {
-			opIn[s][j], opMid[s][j], opOut[s][j] = slice(in[s], j), slice(mid[s], j), slice(out[s], j)
-			opAcc[s][j] = whole(acc[s][j])
+			opIn[s][j], opMid[s][j], opOut[s][j] = one(slice(in[s], j)), one(slice(mid[s], j)), one(slice(out[s], j))
+			opAcc[s][j] = one(whole(acc[s][j]))
 		}
 	}
-	opHin, opHout, opW, opG := whole(hin), whole(hout), whole(w), whole(g)
-	sem := func(id int32) isa.SemRef { return isa.SemRef{ID: id} }
+	opHin, opHout, opW, opG := one(whole(hin)), one(whole(hout)), one(whole(w)), one(whole(g))
 	const (
 		sLoad = iota + 1
 		sMM
@@ -73,13 +75,32 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 		sStore
 		sG
 	)
-	waitGE := func(id int32, v int64) []isa.SemWait {
-		if v <= 0 {
-			return nil
-		}
-		return []isa.SemWait{{Sem: sem(id), Value: v}}
+	var sigs [sG + 1][]isa.SemSignal
+	for id := range sigs {
+		sigs[id] = []isa.SemSignal{{Sem: isa.SemRef{ID: int32(id)}, Add: 1}}
 	}
-	sig := func(id int32) []isa.SemSignal { return []isa.SemSignal{{Sem: sem(id), Add: 1}} }
+	// step holds one step's instructions and waits.
+	type step struct {
+		insts []isa.Instruction
+		waits []isa.SemWait
+		out   []*isa.Instruction
+	}
+	newStep := func(n int) *step {
+		return &step{insts: make([]isa.Instruction, 0, n), waits: make([]isa.SemWait, 0, 2*n), out: make([]*isa.Instruction, 0, n)}
+	}
+	emit := func(st *step, in isa.Instruction, waits ...[2]int64) {
+		w0 := len(st.waits)
+		for _, w := range waits {
+			if w[1] > 0 {
+				st.waits = append(st.waits, isa.SemWait{Sem: isa.SemRef{ID: int32(w[0])}, Value: w[1]})
+			}
+		}
+		if len(st.waits) > w0 {
+			in.Waits = st.waits[w0:len(st.waits):len(st.waits)]
+		}
+		st.insts = append(st.insts, in)
+		st.out = append(st.out, &st.insts[len(st.insts)-1])
+	}
 	stream := func(e isa.Engine, gen func(i int) []*isa.Instruction) isa.StreamSource {
 		return isa.StreamSource{Key: isa.StreamKey{Engine: e}, Count: -1, Open: func() isa.Stream {
 			i := 0
@@ -99,61 +120,62 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 		}}
 	}
 	n := int64(16) // DMA engines: a transfer raises its semaphore by 16
-	ops := func(o ...isa.Operand) []isa.Operand { return o }
 	prog.Streams = []isa.StreamSource{
 		stream(isa.EngineSync, func(i int) []*isa.Instruction {
-			s := i % 2
-			ld := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: ops(wholeIn[s]), Ins: ops(opHin),
-				Attrs: isa.Attrs{Queue: 0, DGE: isa.DGEHardware}, Waits: waitGE(sMM, 4*int64(i-1)), Signal: sig(sLoad), OpID: 1}
-			st := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: ops(opHout), Ins: ops(wholeOut[s]),
-				Attrs: isa.Attrs{Queue: 1, DGE: isa.DGEHardware}, Waits: waitGE(sAct, 4*int64(i+1)), Signal: sig(sStore), OpID: 5}
-			return []*isa.Instruction{ld, st}
+			s, st := i%2, newStep(2)
+			emit(st, isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: wholeIn[s], Ins: opHin,
+				Attrs: isa.Attrs{Queue: 0, DGE: isa.DGEHardware}, Signal: sigs[sLoad], OpID: 1}, [2]int64{sMM, 4 * int64(i-1)})
+			emit(st, isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: opHout, Ins: wholeOut[s],
+				Attrs: isa.Attrs{Queue: 1, DGE: isa.DGEHardware}, Signal: sigs[sStore], OpID: 5}, [2]int64{sAct, 4 * int64(i+1)})
+			return st.out
 		}),
 		stream(isa.EngineTensor, func(i int) []*isa.Instruction {
-			s := i % 2
-			var out []*isa.Instruction
+			s, st := i%2, newStep(5)
 			if i == 0 {
-				out = append(out, &isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: ops(opW), OpID: 2})
+				emit(st, isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: opW, OpID: 2})
 			}
 			for j := 0; j < 4; j++ {
-				var waits []isa.SemWait
+				in := isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: opAcc[s][j],
+					Ins: opIn[s][j], Attrs: isa.Attrs{Start: true, Stop: true}, Signal: sigs[sMM], OpID: 2}
 				if j == 0 {
-					waits = append(waitGE(sLoad, n*int64(i+1)), waitGE(sVec, 4*int64(i-1))...)
+					emit(st, in, [2]int64{sLoad, n * int64(i+1)}, [2]int64{sVec, 4 * int64(i-1)})
+				} else {
+					emit(st, in)
 				}
-				out = append(out, &isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: ops(opAcc[s][j]),
-					Ins: ops(opIn[s][j]), Attrs: isa.Attrs{Start: true, Stop: true}, Waits: waits, Signal: sig(sMM), OpID: 2})
 			}
-			return out
+			return st.out
 		}),
 		stream(isa.EngineVector, func(i int) []*isa.Instruction {
-			s := i % 2
-			var out []*isa.Instruction
+			s, st := i%2, newStep(4)
 			for j := 0; j < 4; j++ {
-				waits := waitGE(sMM, 4*int64(i)+int64(j)+1)
+				in := isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: opMid[s][j],
+					Ins: opAcc[s][j], Signal: sigs[sVec], OpID: 3}
+				prev := int64(0)
 				if j == 0 {
-					waits = append(waits, waitGE(sAct, 4*int64(i-1))...)
+					prev = 4 * int64(i-1)
 				}
-				out = append(out, &isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: ops(opMid[s][j]),
-					Ins: ops(opAcc[s][j]), Waits: waits, Signal: sig(sVec), OpID: 3})
+				emit(st, in, [2]int64{sMM, 4*int64(i) + int64(j) + 1}, [2]int64{sAct, prev})
 			}
-			return out
+			return st.out
 		}),
 		stream(isa.EngineScalar, func(i int) []*isa.Instruction {
-			s := i % 2
-			var out []*isa.Instruction
+			s, st := i%2, newStep(4)
 			for j := 0; j < 4; j++ {
-				waits := waitGE(sVec, 4*int64(i)+int64(j)+1)
+				in := isa.Instruction{Op: isa.OpActivation, Engine: isa.EngineScalar, Outs: opOut[s][j],
+					Ins: opMid[s][j], Attrs: isa.Attrs{Func: isa.ActGelu, Scale: 1}, Signal: sigs[sAct], OpID: 4}
+				prev := int64(0)
 				if j == 0 {
-					waits = append(waits, waitGE(sStore, n*int64(i-1))...)
+					prev = n * int64(i-1)
 				}
-				out = append(out, &isa.Instruction{Op: isa.OpActivation, Engine: isa.EngineScalar, Outs: ops(opOut[s][j]),
-					Ins: ops(opMid[s][j]), Attrs: isa.Attrs{Func: isa.ActGelu, Scale: 1}, Waits: waits, Signal: sig(sAct), OpID: 4})
+				emit(st, in, [2]int64{sVec, 4*int64(i) + int64(j) + 1}, [2]int64{sStore, prev})
 			}
-			return out
+			return st.out
 		}),
 		stream(isa.EngineGpSimd, func(i int) []*isa.Instruction {
-			return []*isa.Instruction{{Op: isa.OpIota, Engine: isa.EngineGpSimd, Outs: ops(opG),
-				Attrs: isa.Attrs{Step: 1}, Waits: waitGE(sAct, 4*int64(i+1)), Signal: sig(sG), OpID: 6}}
+			st := newStep(1)
+			emit(st, isa.Instruction{Op: isa.OpIota, Engine: isa.EngineGpSimd, Outs: opG,
+				Attrs: isa.Attrs{Step: 1}, Signal: sigs[sG], OpID: 6}, [2]int64{sAct, 4 * int64(i+1)})
+			return st.out
 		}),
 	}
 	prog.SortStreams()

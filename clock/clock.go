@@ -87,13 +87,19 @@ func (c Clock) CyclesF(n float64) Time { return Time(math.Round(n * c.periodFS))
 func (c Clock) ToCycles(t Time) float64 { return float64(t) / c.periodFS }
 
 // Edge returns the first clock edge at or after t. Edges are at whole
-// cycles from time zero.
+// cycles from time zero, each rounded to the femtosecond as Cycles rounds
+// them, so Edge(c.Cycles(n)) == c.Cycles(n).
 func (c Clock) Edge(t Time) Time {
-	n := math.Ceil(float64(t)/c.periodFS - 1e-9)
+	n := math.Ceil(float64(t) / c.periodFS)
+	// Edge n-1 may still be >= t once rounded to the femtosecond.
+	if e := Time(math.Round((n - 1) * c.periodFS)); e >= t {
+		return e
+	}
 	e := Time(math.Round(n * c.periodFS))
-	if e < t {
-		// Rounding put the edge before t: take the next one.
-		e = Time(math.Round((n + 1) * c.periodFS))
+	for e < t {
+		// Float rounding put the edge before t: take the next one.
+		n++
+		e = Time(math.Round(n * c.periodFS))
 	}
 	return e
 }

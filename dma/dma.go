@@ -122,6 +122,9 @@ type Subsystem struct {
 	lockstep bool
 	mirror   EngineStats
 	statsBuf [2]*EngineStats
+	// now is the time of the update in progress: env.Now() follows the
+	// sequencers' events, not the subsystem's own.
+	now clock.Time
 }
 
 // New builds the DMA engines of one core.
@@ -457,9 +460,8 @@ func (d *Subsystem) finish(sh *share, end clock.Time) {
 		d.outstanding[q]--
 		if w := d.queueWait[q]; len(w) > 0 {
 			d.queueWait[q] = nil
-			now := d.env.Now()
 			for _, wake := range w {
-				wake(now)
+				wake(d.now)
 			}
 		}
 	}
@@ -541,6 +543,7 @@ func (d *Subsystem) Handle(ev sim.Event) error {
 // update brings every engine with work up to date and schedules the next
 // event.
 func (d *Subsystem) update(now clock.Time) {
+	d.now = now
 	next := clock.Never
 	for _, e := range d.engines {
 		if e.dirty || e.nextAt <= now {

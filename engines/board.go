@@ -33,6 +33,13 @@ type waiter struct {
 	seq    *Sequencer
 	target int64
 	wake   clock.Time // scheduled wake, or clock.Never
+	gen    uint64     // seq.gen of the scheduled wake
+}
+
+// woken reports whether the waiter's scheduled wake has fired or been
+// replaced: the sequencer no longer waits here.
+func (w *waiter) woken() bool {
+	return w.wake != clock.Never && (w.seq.gen != w.gen || w.seq.pendingT != w.wake)
 }
 
 // NewSemBoard returns a board of n semaphores at zero; agents sizes the
@@ -123,16 +130,19 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 	if len(s.waiters) == 0 {
 		return
 	}
+	// A satisfied waiter stays until its wake fires: an increment posted
+	// later but effective earlier must still bring the wake forward.
 	kept := s.waiters[:0]
 	for _, w := range s.waiters {
-		t := b.ReachTime(id, w.target, now)
-		if t == clock.Never {
-			kept = append(kept, w)
+		if w.woken() {
 			continue
 		}
+		kept = append(kept, w)
+		t := b.ReachTime(id, w.target, now)
 		if t < w.wake {
-			w.wake = t
-			w.seq.wakeAt(clock.Max(t, now))
+			w.wake = clock.Max(t, now)
+			w.seq.wakeAt(w.wake)
+			w.gen = w.seq.gen
 		}
 	}
 	s.waiters = kept

@@ -251,7 +251,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			Now:      func() clock.Time { return simState.Now },
 			Failed:   func() bool { return simState.Err != nil },
 			Fail:     simState.Fail,
-			Event:    func() { simState.Events++ },
+			Event:    func(at clock.Time) { simState.Events++; simState.Now = at },
 			HBM:      s.hbm[k.chip],
 			Race:     race,
 			Tracer:   dtr,

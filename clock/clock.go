@@ -103,3 +103,13 @@ func (c Clock) Edge(t Time) Time {
 	}
 	return e
 }
+
+// After returns the time n cycles after edge, where edge is a clock edge of
+// c. Computed from the edge's cycle number, not by adding two rounded
+// durations, so a run of back-to-back instructions stays on the clock's
+// edges instead of drifting a femtosecond past them (which Edge would turn
+// into a whole lost cycle).
+func (c Clock) After(edge Time, n int64) Time {
+	k := math.Round(float64(edge) / c.periodFS)
+	return Time(math.Round((k + float64(n)) * c.periodFS))
+}

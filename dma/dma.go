@@ -67,9 +67,10 @@ type Env struct {
 	// Now returns the time of the event being handled.
 	Now func() clock.Time
 	// Failed reports whether the simulation has stopped on an error.
-	Failed   func() bool
-	Fail     func(error)
-	Event    func()
+	Failed func() bool
+	Fail   func(error)
+	// Event is called with the time of every DMA event handled.
+	Event    func(at clock.Time)
 	HBM      *memory.HBM
 	Race     *memory.RaceDetector
 	Tracer   Tracer
@@ -530,7 +531,7 @@ func (d *Subsystem) Handle(ev sim.Event) error {
 		return nil
 	}
 	if d.env.Event != nil {
-		d.env.Event()
+		d.env.Event(we.at)
 	}
 	if d.env.Failed() {
 		return nil

@@ -84,7 +84,7 @@ func newHarness(t *testing.T, cfg dma.Config, hbm *memory.HBM) *harness {
 		Now:    func() clock.Time { return h.now },
 		Failed: func() bool { return false },
 		Fail:   func(err error) { t.Errorf("DMA failed: %v", err) },
-		Event:  func() { h.events++ },
+		Event:  func(clock.Time) { h.events++ },
 		HBM:    hbm,
 		Tracer: h,
 	})

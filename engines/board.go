@@ -149,6 +149,19 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 }
 
 // addWaiter registers seq as waiting for semaphore id to reach target.
+// addWaiterAt registers seq as waiting for semaphore id to reach target,
+// with a wake-up already due at `at`, the reach time known so far: an
+// increment posted later but effective earlier brings it forward.
+func (b *SemBoard) addWaiterAt(id int32, seq *Sequencer, target int64, at clock.Time) {
+	b.addWaiter(id, seq, target)
+	seq.wakeAt(at)
+	for _, w := range b.sems[id].waiters {
+		if w.seq == seq {
+			w.wake, w.gen = at, seq.gen
+		}
+	}
+}
+
 func (b *SemBoard) addWaiter(id int32, seq *Sequencer, target int64) {
 	s := &b.sems[id]
 	for _, w := range s.waiters {

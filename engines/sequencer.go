@@ -243,8 +243,12 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 			return 0, false
 		}
 		if at > t {
-			t, cause = s.clk.Edge(at), StallSemaphore
-			s.waitSem = w.Sem
+			// Reached only by an increment that takes effect later: wait for
+			// that time before deciding, since an increment still to be
+			// posted may take effect earlier.
+			s.startWait(now, StallSemaphore, w.Sem)
+			b.addWaiterAt(w.Sem.ID, s, w.Value, at)
+			return 0, false
 		}
 	}
 	if in.Op == isa.OpBarrier {
@@ -256,8 +260,9 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 			return 0, false
 		}
 		if at > t {
-			t, cause = s.clk.Edge(at), StallSemaphore
-			s.waitSem = local
+			s.startWait(now, StallSemaphore, local)
+			c.Board.addWaiterAt(local.ID, s, in.Attrs.Target, at)
+			return 0, false
 		}
 	}
 
@@ -310,6 +315,9 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 		// Shared ports and PSUM banks.
 		start, cause = s.claimPorts(in, start, interval, cause)
 		next = start + interval
+		if interval == s.clk.Cycles(cost.IntervalCycles) {
+			next = s.clk.After(start, cost.IntervalCycles)
+		}
 		s.recordInflight(in, start+latency)
 	}
 

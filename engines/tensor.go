@@ -80,7 +80,7 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 	if pathReadyOut > t && start == pathReadyOut {
 		why = 255
 	}
-	next = start + s.clk.Cycles(1)
+	next = s.clk.After(start, 1)
 	if in.Op != isa.OpLoadStationary && in.Op != isa.OpMultiplyMoving && in.Op != isa.OpTranspose {
 		next = start + interval
 	}
@@ -128,6 +128,11 @@ func (ps *powerState) init(p PowerParams) {
 // nominal interval d, and advances the state.
 func (ps *powerState) throttle(start, d clock.Time) clock.Time {
 	if !ps.p.Enabled || d <= 0 {
+		return d
+	}
+	if ps.level >= 1 && ps.util >= 0.9999 && start <= ps.lastEnd {
+		// Back to back at full rate: nothing can change.
+		ps.lastEnd = start + d
 		return d
 	}
 	if gap := start - ps.lastEnd; gap > 0 && ps.lastEnd > 0 {

@@ -35,6 +35,16 @@ type AccessPattern struct {
 	Offset     int64 // bytes
 	NDims      uint8
 	Dims       [MaxFreeDims]Dim
+	// span caches ByteSpan for patterns built by Buffer.View/Whole/Raw.
+	spanLo, spanHi int64
+	spanOK         bool
+}
+
+// seal caches the pattern's byte span; a pattern must not change after.
+func (a *AccessPattern) seal() {
+	a.spanOK = false
+	a.spanLo, a.spanHi = a.ByteSpan()
+	a.spanOK = true
 }
 
 // FreeSize returns the number of elements per partition (N in the cost
@@ -102,6 +112,9 @@ func (a *AccessPattern) RowContiguous() bool {
 // the row dimension). It is a bounding range: strided patterns may skip bytes
 // inside it.
 func (a *AccessPattern) ByteSpan() (lo, hi int64) {
+	if a.spanOK {
+		return a.spanLo, a.spanHi
+	}
 	eb := int64(a.DType.Bytes())
 	var minE, maxE int64
 	for i := uint8(0); i < a.NDims; i++ {
@@ -240,6 +253,7 @@ func (b *Buffer) Whole(idx int32) (Operand, error) {
 		sl[i] = Slice{0, s, 1, false}
 	}
 	ap, err := b.resolveSlices(sl)
+	ap.seal()
 	op.AP = ap
 	return op, err
 }
@@ -259,6 +273,7 @@ func (b *Buffer) View(idx int32, slices ...Slice) (Operand, error) {
 		}
 	}
 	ap, err := b.resolveSlices(full)
+	ap.seal()
 	return Operand{Buffer: idx, Kind: ViewSlices, Slices: append([]Slice(nil), slices...), AP: ap}, err
 }
 
@@ -300,6 +315,7 @@ func (b *Buffer) Raw(idx int32, p0, p1 int32, offElems int64, dims []Dim) (Opera
 		ap.Dims[i] = d
 	}
 	ap.NDims = uint8(len(free))
+	ap.seal()
 	op.AP = ap
 	// Bounds: the pattern must stay inside the buffer.
 	lo, hi := ap.ByteSpan()

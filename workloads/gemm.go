@@ -271,6 +271,53 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		ps = append(ps, b.psum(fmt.Sprintf("ps%d", i), isa.FP32, i*banksPerTile*bankBytes, 128, p.TN))
 	}
 	tilesPerGroup := p.BN / p.TN
+	// Operands of full tiles, built on first use and shared read-only by
+	// every instruction that names them (partial edge tiles go through the
+	// builder's memo).
+	ntMax := p.BN / p.TN
+	lsCache := make([][]isa.Operand, p.nbuf*KT*MT)
+	mvCache := make([][]isa.Operand, p.nbuf*KT*ntMax)
+	psCache := make([][]isa.Operand, len(ps))
+	resCache := make([][]isa.Operand, p.nres*MT*ntMax)
+	lsOp := func(slot, kt, mt, krows, rows int64) []isa.Operand {
+		if krows == 128 && rows == 128 {
+			i := (slot*KT+kt)*MT + mt
+			if lsCache[i] == nil {
+				lsCache[i] = b.viewOps(aBuf[slot], rng(0, 128), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+128))
+			}
+			return lsCache[i]
+		}
+		return b.viewOps(aBuf[slot], rng(0, krows), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+rows))
+	}
+	mvOp := func(slot, kt, nt, krows, cols int64) []isa.Operand {
+		if krows == 128 && cols == p.TN {
+			i := (slot*KT+kt)*ntMax + nt
+			if mvCache[i] == nil {
+				mvCache[i] = b.viewOps(bBuf[slot], rng(0, 128), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+p.TN))
+			}
+			return mvCache[i]
+		}
+		return b.viewOps(bBuf[slot], rng(0, krows), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+cols))
+	}
+	psOp := func(bank, rows, cols int64) []isa.Operand {
+		if rows == 128 && cols == p.TN {
+			if psCache[bank] == nil {
+				psCache[bank] = b.viewOps(ps[bank], rng(0, 128), rng(0, p.TN))
+			}
+			return psCache[bank]
+		}
+		return b.viewOps(ps[bank], rng(0, rows), rng(0, cols))
+	}
+	resOp := func(rslot, mt, nt, rows, cols int64) []isa.Operand {
+		if rows == 128 && cols == p.TN {
+			i := (rslot*MT+mt)*ntMax + nt
+			if resCache[i] == nil {
+				resCache[i] = b.viewOps(resBuf[rslot], rng(0, 128), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+p.TN))
+			}
+			return resCache[i]
+		}
+		return b.viewOps(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
+	}
 
 	nBlocksN, nBlocksM, nBlocksK := ceilDiv(p.N, p.BN), ceilDiv(p.M, p.BM), ceilDiv(p.K, p.BK)
 	steps := nBlocksN * nBlocksM * nBlocksK
@@ -452,16 +499,15 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 				krows := min(128, si.kSize-kt*128)
 				ls := sl.inst()
 				*ls = isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-					Ins: b.viewOps(aBuf[slot], rng(0, krows), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+rows)), OpID: opID, Waits: waits}
+					Ins: lsOp(slot, kt, mt, krows, rows), OpID: opID, Waits: waits}
 				waits = nil
 				out = append(out, ls)
 				for nt := int64(0); nt < si.nTiles; nt++ {
 					cols := min(p.TN, si.nSize-nt*p.TN)
-					bank := ps[g*tilesPerGroup+nt]
 					mm := sl.inst()
 					*mm = isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-						Outs:  b.viewOps(bank, rng(0, rows), rng(0, cols)),
-						Ins:   b.viewOps(bBuf[slot], rng(0, krows), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+cols)),
+						Outs:  psOp(g*tilesPerGroup+nt, rows, cols),
+						Ins:   mvOp(slot, kt, nt, krows, cols),
 						Attrs: isa.Attrs{Start: kt == 0, Stop: kt == si.kTiles-1}, OpID: opID}
 					if kt == si.kTiles-1 && nt == si.nTiles-1 {
 						mm.Signal = b.signal(semMM)
@@ -501,9 +547,8 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 				}
 				for nt := int64(0); nt < si.nTiles; nt++ {
 					cols := min(p.TN, si.nSize-nt*p.TN)
-					bank := ps[g*tilesPerGroup+nt]
-					dsts := b.viewOps(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
-					srcs := b.viewOps(bank, rng(0, rows), rng(0, cols))
+					dsts := resOp(rslot, mt, nt, rows, cols)
+					srcs := psOp(g*tilesPerGroup+nt, rows, cols)
 					dst, src := dsts[0], srcs[0]
 					in := sl.inst()
 					switch {

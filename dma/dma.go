@@ -315,11 +315,8 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 	d.Stats.QueueTransfers[q]++
 	d.Stats.Bytes += in.Outs[0].AP.Bytes()
 	now := d.env.Now()
-	slab := make([]share, len(d.engines))
-	symmetric := true
-	for e := range d.engines {
+	shareOf := func(e int, sh *share) {
 		lo, hi := d.rowsOfEngine(&p, e)
-		sh := &slab[e]
 		*sh = share{t: t, eff: p.eff, mult: 1}
 		if hi > lo {
 			rows := hi - lo
@@ -331,19 +328,25 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 				sh.hbmAddr = p.hbm.Offset + lo*p.hbm.PartStride*int64(p.hbm.DType.Bytes())
 			}
 		}
-		if sh.bytes != slab[0].bytes || sh.descs != slab[0].descs {
-			symmetric = false
-		}
 	}
+	// A transfer over every partition (or, HBM to HBM, a row count the
+	// engines divide) gives every engine the same share.
+	n := int64(len(d.engines))
+	symmetric := (p.onChip != nil && int(p.onChip.PartStart) == 0 && p.rows == int64(d.cfg.Partitions)) ||
+		(p.onChip == nil && p.rows%n == 0)
 	if d.lockstep && symmetric {
-		// Every engine gets the same share: engine 0 carries them all.
-		slab[0].mult = len(d.engines)
-		d.enqueue(d.engines[0], q, &slab[0])
+		// Engine 0 carries every engine's share.
+		sh := &share{}
+		shareOf(0, sh)
+		sh.mult = len(d.engines)
+		d.enqueue(d.engines[0], q, sh)
 	} else {
 		if d.lockstep {
 			d.split()
 		}
+		slab := make([]share, len(d.engines))
 		for e, eng := range d.engines {
+			shareOf(e, &slab[e])
 			d.enqueue(eng, q, &slab[e])
 		}
 	}

@@ -102,6 +102,14 @@ type Lowering struct {
 	Evacuate string `yaml:"evacuate"`
 	// ElementwiseFree is the free size of each elementwise instruction.
 	ElementwiseFree int `yaml:"elementwise_free" check:"nonneg"`
+	// LoopOrder is the GEMM block loop order: nkm (K blocks outside M
+	// blocks, every M block's result kept in SBUF, B loaded once: the NKI
+	// tutorial's kernel) or nmk (one result block at a time, B reloaded per
+	// M block). Empty: whichever moves fewer bytes and fits.
+	LoopOrder string `yaml:"loop_order"`
+	// AccumulateDType is the dtype of SBUF result blocks when K spans
+	// several blocks: fp32 (default) or, to save SBUF, bf16/fp16.
+	AccumulateDType string `yaml:"accumulate_dtype"`
 }
 
 // Outputs says what to write besides the summary on standard output. Paths

@@ -212,6 +212,14 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	if l.DGE == "hw" && c.Hardware.Core.DMA.HardwareDGEBlocks == 0 {
 		return c.errAtPath("workload.lowering.dge", "hardware DGE needs NeuronCore-v3 or later (this hardware has no DGE blocks)")
 	}
+	if l.LoopOrder != "" && l.LoopOrder != "nkm" && l.LoopOrder != "nmk" {
+		return c.errAtPath("workload.lowering.loop_order", "must be nkm or nmk, got %q", l.LoopOrder)
+	}
+	if l.AccumulateDType != "" {
+		if err := c.checkDType("workload.lowering.accumulate_dtype", l.AccumulateDType, true); err != nil {
+			return err
+		}
+	}
 	if l.Evacuate != "" && !contains([]string{"vector", "scalar", "alternate"}, l.Evacuate) {
 		return c.errAtPath("workload.lowering.evacuate", "must be vector, scalar or alternate, got %q", l.Evacuate)
 	}

@@ -56,6 +56,7 @@ type Report struct {
 	PSUM    MemReport               `json:"psum"`
 	Stalls  []StallReport           `json:"stalls"`
 	Choices []ChoiceReport          `json:"lowering"`
+	Notes   []string                `json:"lowering_notes"`
 	Chips   []ChipReport            `json:"chips"`
 }
 
@@ -270,6 +271,7 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	for _, c := range info.Choices {
 		r.Choices = append(r.Choices, ChoiceReport{Path: c.Path, Value: c.Value, Auto: c.Auto})
 	}
+	r.Notes = info.Notes
 	return r
 }
 
@@ -357,6 +359,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 			name := strings.TrimPrefix(c.Path, "workload.lowering.")
 			cs = append(cs, fmt.Sprintf("%s=%d", name, c.Value))
 		}
+		cs = append(cs, r.Notes...)
 		line("lowering", "%s", strings.Join(cs, " "))
 	}
 	line("host", "%.3f s, %sinstructions/s, %sevents/s (%d instructions, %d events)",

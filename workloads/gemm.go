@@ -15,7 +15,9 @@ type gemmPlan struct {
 	TN         int64 // moving free size per matmul
 	BM, BN, BK int64 // block sizes
 	nbuf       int64 // input block buffers
-	nres       int64 // result block buffers
+	nres       int64 // result buffers: blocks (nmk) or sets of a block per M block (nkm)
+	order      string
+	accDT      isa.DType // accumulation dtype when K spans several blocks
 	queues     int64
 	banks      int64 // PSUM banks used
 	G          int64 // banks per accumulation group (BN / TN)
@@ -35,21 +37,44 @@ const (
 	semStore
 )
 
+// Loop orders: "nmk" loops N blocks, then M blocks, then K blocks, keeping
+// one result block in SBUF while B is reloaded for every M block; "nkm" (the
+// NKI tutorial's fully optimised kernel) loops K blocks outside M blocks,
+// keeping the result blocks of every M block in SBUF so each B block is
+// loaded once.
+var loopOrders = []string{"nkm", "nmk"}
+
+// resultBlocks returns how many result blocks the plan keeps in SBUF.
+func (p *gemmPlan) resultBlocks() int64 {
+	if p.order == "nkm" {
+		return p.nres * ceilDiv(p.M, p.BM)
+	}
+	return p.nres
+}
+
+// resDT returns the dtype of the SBUF result blocks.
+func (p *gemmPlan) resDT() isa.DType {
+	if p.K <= p.BK {
+		return p.out
+	}
+	return p.accDT
+}
+
 // sbufBytes returns the SBUF bytes per partition a plan needs.
 func (p *gemmPlan) sbufBytes() int64 {
 	eb := int64(p.in.Bytes())
 	kt := p.BK / 128
-	resEB := int64(4)
-	if p.K <= p.BK {
-		resEB = int64(p.out.Bytes())
-	}
-	return p.nbuf*kt*(p.BM+p.BN)*eb + p.nres*(p.BM/128)*p.BN*resEB + 64*4
+	return p.nbuf*kt*(p.BM+p.BN)*eb + p.resultBlocks()*(p.BM/128)*p.BN*int64(p.resDT().Bytes()) + 64*4
 }
 
 // dmaBytes returns the HBM traffic of a plan.
 func (p *gemmPlan) dmaBytes() int64 {
 	eb := int64(p.in.Bytes())
-	return p.K*p.M*eb*ceilDiv(p.N, p.BN) + p.K*p.N*eb*ceilDiv(p.M, p.BM) + p.M*p.N*int64(p.out.Bytes())
+	bReads := ceilDiv(p.M, p.BM)
+	if p.order == "nkm" {
+		bReads = 1
+	}
+	return p.K*p.M*eb*ceilDiv(p.N, p.BN) + p.K*p.N*eb*bReads + p.M*p.N*int64(p.out.Bytes())
 }
 
 func roundUp(v, m int64) int64 { return ceilDiv(v, m) * m }
@@ -118,6 +143,18 @@ func planGEMM(cfg *configs.RunConfig) (*gemmPlan, error) {
 	if p.evacuate == "" {
 		p.evacuate = "vector"
 	}
+	p.accDT = isa.FP32
+	if l.AccumulateDType != "" {
+		p.accDT, _ = isa.ParseDType(l.AccumulateDType)
+	} else {
+		p.auto["accumulate_dtype"] = true
+	}
+	orders := loopOrders
+	if l.LoopOrder != "" {
+		orders = []string{l.LoopOrder}
+	} else {
+		p.auto["loop_order"] = true
+	}
 	// Candidate blocks.
 	cands := func(given int, step, limit int64, name string) []int64 {
 		if given > 0 {
@@ -136,18 +173,20 @@ func planGEMM(cfg *configs.RunConfig) (*gemmPlan, error) {
 	bks := cands(l.BlockK, 128, min(roundUp(g.K, 128), 2048), "block_k")
 	sbufCap := h.SBUFBytesPerPartition()
 	var best *gemmPlan
-	for _, bn := range bns {
-		for _, bm := range bms {
-			for _, bk := range bks {
-				for _, nres := range []int64{2, 1} {
-					c := *p
-					c.BN, c.BM, c.BK, c.nres = bn, bm, bk, nres
-					if c.sbufBytes() > sbufCap {
-						continue
-					}
-					if best == nil || better(&c, best) {
-						cc := c
-						best = &cc
+	for _, order := range orders {
+		for _, bn := range bns {
+			for _, bm := range bms {
+				for _, bk := range bks {
+					for _, nres := range []int64{2, 1} {
+						c := *p
+						c.order, c.BN, c.BM, c.BK, c.nres = order, bn, bm, bk, nres
+						if c.sbufBytes() > sbufCap {
+							continue
+						}
+						if best == nil || better(&c, best) {
+							cc := c
+							best = &cc
+						}
 					}
 				}
 			}
@@ -155,7 +194,7 @@ func planGEMM(cfg *configs.RunConfig) (*gemmPlan, error) {
 	}
 	if best == nil {
 		c := *p
-		c.BN, c.BM, c.BK, c.nres = bns[0], bms[0], bks[0], 1
+		c.order, c.BN, c.BM, c.BK, c.nres = orders[len(orders)-1], bns[0], bms[0], bks[0], 1
 		path := "workload.lowering.block_m"
 		if !p.auto["block_k"] {
 			path = "workload.lowering.block_k"
@@ -190,6 +229,9 @@ func better(a, b *gemmPlan) bool {
 	if da, db := a.dmaBytes(), b.dmaBytes(); da != db {
 		return da < db
 	}
+	if a.order != b.order {
+		return a.order == "nkm"
+	}
 	if a.BK != b.BK {
 		return a.BK > b.BK
 	}
@@ -208,21 +250,133 @@ func (p *gemmPlan) choices() []Choice {
 		return Choice{Path: "workload.lowering." + name, Value: v, Auto: p.auto[name]}
 	}
 	return []Choice{c("tile_n", p.TN), c("block_m", p.BM), c("block_n", p.BN), c("block_k", p.BK),
-		c("buffers", p.nbuf), c("dma_queues", p.queues), c("psum_banks", p.banks)}
+		c("buffers", p.nbuf), c("result_buffers", p.nres), c("dma_queues", p.queues), c("psum_banks", p.banks)}
+}
+
+// gstep is one step of a GEMM schedule: one K block of one result block.
+type gstep struct {
+	nb, mb, kb             int64
+	n0, m0, k0             int64
+	nSize, mSize, kSize    int64
+	mTiles, kTiles, nTiles int64
+	aSlot, bSlot           int64
+	loadB                  bool
+	// slotFree: the step's input slots are free once semStep reaches it.
+	slotFree int64
+	block    int64 // result block id, nb*blocksM + mb
+	resSlot  int64
+	first    bool // first K block of its result block
+	last     bool // last K block: the block is stored after this step
+	// resFree: the result slot is free once this many store transfers
+	// completed (times the DMA engines).
+	resFree int64
+	// Running counts: A and B load transfers through this step, group uses
+	// before it, store transfers through it.
+	cumA, cumB, groups0, cumStores int64
+}
+
+// schedule lays out the steps of a plan in loop order with their slots and
+// the counts every generator derives its semaphore values from.
+func (p *gemmPlan) schedule() []gstep {
+	nBN, nBM, nBK := ceilDiv(p.N, p.BN), ceilDiv(p.M, p.BM), ceilDiv(p.K, p.BK)
+	var steps []gstep
+	add := func(nb, mb, kb int64) {
+		st := gstep{nb: nb, mb: mb, kb: kb, n0: nb * p.BN, m0: mb * p.BM, k0: kb * p.BK, block: nb*nBM + mb,
+			first: kb == 0, last: kb == nBK-1}
+		st.nSize, st.mSize, st.kSize = min(p.BN, p.N-st.n0), min(p.BM, p.M-st.m0), min(p.BK, p.K-st.k0)
+		st.mTiles, st.kTiles, st.nTiles = ceilDiv(st.mSize, 128), ceilDiv(st.kSize, 128), ceilDiv(st.nSize, p.TN)
+		steps = append(steps, st)
+	}
+	if p.order == "nkm" {
+		for nb := int64(0); nb < nBN; nb++ {
+			for kb := int64(0); kb < nBK; kb++ {
+				for mb := int64(0); mb < nBM; mb++ {
+					add(nb, mb, kb)
+				}
+			}
+		}
+	} else {
+		for nb := int64(0); nb < nBN; nb++ {
+			for mb := int64(0); mb < nBM; mb++ {
+				for kb := int64(0); kb < nBK; kb++ {
+					add(nb, mb, kb)
+				}
+			}
+		}
+	}
+	loads := func(st *gstep, layoutMK bool) int64 {
+		if layoutMK {
+			return st.kTiles
+		}
+		if st.kSize%128 != 0 && st.kTiles > 1 {
+			return 2
+		}
+		return 1
+	}
+	stores := func(st *gstep) int64 {
+		if st.mSize%128 != 0 && st.mTiles > 1 {
+			return 2
+		}
+		return 1
+	}
+	storesThrough := make([]int64, nBN*nBM) // cumulative store transfers through each block
+	var cumA, cumB, groups, cumStores int64
+	for s := range steps {
+		st := &steps[s]
+		si := int64(s)
+		st.aSlot = si % p.nbuf
+		free := si - p.nbuf + 1
+		if p.order == "nkm" {
+			gb := st.nb*nBK + st.kb // B group: the steps sharing one B block
+			st.loadB = st.mb == 0
+			st.bSlot = gb % p.nbuf
+			if st.loadB {
+				free = max(free, (gb-p.nbuf+1)*nBM)
+			}
+			st.resSlot = (st.nb%p.nres)*nBM + st.mb
+		} else {
+			st.loadB = true
+			st.bSlot = st.aSlot
+			st.resSlot = st.block % p.nres
+		}
+		st.slotFree = free
+		if st.first {
+			prev := st.block - p.nres
+			if p.order == "nkm" {
+				prev = st.block - p.nres*nBM
+			}
+			if prev >= 0 {
+				st.resFree = storesThrough[prev]
+			}
+		}
+		cumA += loads(st, p.aLayout == "mk")
+		if st.loadB {
+			cumB += loads(st, false)
+		}
+		st.cumA, st.cumB, st.groups0 = cumA, cumB, groups
+		groups += st.mTiles
+		if st.last {
+			cumStores += stores(st)
+			storesThrough[st.block] = cumStores
+		}
+		st.cumStores = cumStores
+	}
+	return steps
 }
 
 // lowerGEMM lowers C[M,N] = A[M,K] @ B[K,N] for one NeuronCore.
 //
-// Loop nest (the NKI tutorial's fully optimised kernel): for each N block,
-// for each M block, for each K block: Sync loads the A^T block [BK, BM] and
-// the B block [BK, BN] into SBUF (nbuf-deep buffering); TensorE, for each
-// 128-row M tile and each 128-row K tile, loads the stationary A^T tile once
-// and streams the B tile's TN-column slices through it, accumulating each
-// into its own PSUM bank over the K block; VectorE evacuates each
-// accumulation group into an SBUF result block (copy for the first K block,
-// add for the rest); ScalarE triggers the store of each finished result
-// block. PSUM groups rotate so TensorE fills one while VectorE drains
-// another. Every hand-off is a counting semaphore.
+// Each step moves one K block of one result block: Sync loads the A^T block
+// [BK, BM] (and, when the step starts a new B block, the B block [BK, BN])
+// into SBUF with nbuf-deep buffering; TensorE, for each 128-row M tile and
+// each 128-row K tile, loads the stationary A^T tile once and streams the B
+// tile's TN-column slices through it, accumulating each into its own PSUM
+// bank over the K block; VectorE evacuates each accumulation group into the
+// SBUF result block (copy for the first K block, add for the rest); ScalarE
+// triggers the store of each finished result block. PSUM groups rotate so
+// TensorE fills one while VectorE drains another. Every hand-off is a
+// counting semaphore. The loop order (nkm, the NKI tutorial's, or nmk) and
+// the block sizes come from the plan.
 func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	p, err := planGEMM(cfg)
 	if err != nil {
@@ -241,10 +395,6 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	cHBM := b.hbm("C", p.out, p.M, p.N)
 	KT := p.BK / 128
 	MT := p.BM / 128
-	resDT := isa.FP32
-	if p.K <= p.BK {
-		resDT = p.out
-	}
 	var aBuf, bBuf, resBuf []int32
 	for i := int64(0); i < p.nbuf; i++ {
 		x, err := b.sbuf(fmt.Sprintf("aT%d", i), p.in, 128, KT*p.BM)
@@ -257,8 +407,8 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		}
 		aBuf, bBuf = append(aBuf, x), append(bBuf, y)
 	}
-	for i := int64(0); i < p.nres; i++ {
-		r, err := b.sbuf(fmt.Sprintf("res%d", i), resDT, 128, MT*p.BN)
+	for i := int64(0); i < p.resultBlocks(); i++ {
+		r, err := b.sbuf(fmt.Sprintf("res%d", i), p.resDT(), 128, MT*p.BN)
 		if err != nil {
 			return nil, nil, cfg.FieldError("workload.lowering.block_m", "%v", err)
 		}
@@ -275,10 +425,11 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	// every instruction that names them (partial edge tiles go through the
 	// builder's memo).
 	ntMax := p.BN / p.TN
+	nRes := p.resultBlocks()
 	lsCache := make([][]isa.Operand, p.nbuf*KT*MT)
 	mvCache := make([][]isa.Operand, p.nbuf*KT*ntMax)
 	psCache := make([][]isa.Operand, len(ps))
-	resCache := make([][]isa.Operand, p.nres*MT*ntMax)
+	resCache := make([][]isa.Operand, nRes*MT*ntMax)
 	lsOp := func(slot, kt, mt, krows, rows int64) []isa.Operand {
 		if krows == 128 && rows == 128 {
 			i := (slot*KT+kt)*MT + mt
@@ -319,49 +470,8 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return b.viewOps(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
 	}
 
-	nBlocksN, nBlocksM, nBlocksK := ceilDiv(p.N, p.BN), ceilDiv(p.M, p.BM), ceilDiv(p.K, p.BK)
-	steps := nBlocksN * nBlocksM * nBlocksK
-	type stepInfo struct {
-		nb, mb, kb             int64
-		n0, m0, k0             int64
-		nSize, mSize, kSize    int64
-		mTiles, kTiles, nTiles int64
-		block                  int64 // result block index (nb, mb)
-	}
-	stepAt := func(s int64) stepInfo {
-		kb := s % nBlocksK
-		mb := (s / nBlocksK) % nBlocksM
-		nb := s / (nBlocksK * nBlocksM)
-		si := stepInfo{nb: nb, mb: mb, kb: kb, n0: nb * p.BN, m0: mb * p.BM, k0: kb * p.BK, block: s / nBlocksK}
-		si.nSize = min(p.BN, p.N-si.n0)
-		si.mSize = min(p.BM, p.M-si.m0)
-		si.kSize = min(p.BK, p.K-si.k0)
-		si.mTiles, si.kTiles, si.nTiles = ceilDiv(si.mSize, 128), ceilDiv(si.kSize, 128), ceilDiv(si.nSize, p.TN)
-		return si
-	}
-	// DMA transfers per block load: full K tiles in one transfer, a partial
-	// last tile in another.
-	loadsOf := func(si stepInfo) int64 {
-		if p.aLayout == "mk" {
-			return si.kTiles
-		}
-		if si.kSize%128 != 0 && si.kTiles > 1 {
-			return 2
-		}
-		return 1
-	}
-	bLoadsOf := func(si stepInfo) int64 {
-		if si.kSize%128 != 0 && si.kTiles > 1 {
-			return 2
-		}
-		return 1
-	}
-	storesOf := func(si stepInfo) int64 {
-		if si.mSize%128 != 0 && si.mTiles > 1 {
-			return 2
-		}
-		return 1
-	}
+	sched := p.schedule()
+	steps := int64(len(sched))
 	dmaEngines := int64(h.Core.DMA.Engines)
 	evacEngine := func(u int64) isa.Engine {
 		switch p.evacuate {
@@ -405,29 +515,12 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 	queue := func(i int64) int16 { return int16(i % p.queues) }
 	opID := int32(1)
-	// Running counters shared by construction: every generator walks the
-	// steps in order and derives counts from this prefix table.
-	type prefix struct{ aLoads, bLoads, groups, stores int64 }
-	prefixes := make([]prefix, steps+1)
-	for s := int64(0); s < steps; s++ {
-		si := stepAt(s)
-		pr := prefixes[s]
-		pr.aLoads += loadsOf(si)
-		pr.bLoads += bLoadsOf(si)
-		pr.groups += si.mTiles
-		if si.kb == nBlocksK-1 {
-			pr.stores += storesOf(si)
-		}
-		prefixes[s+1] = pr
-	}
 
 	syncGen := func(s int64) ([]*isa.Instruction, error) {
-		si := stepAt(s)
-		slot := s % p.nbuf
+		si := &sched[s]
 		var out []*isa.Instruction
-		var waits []isa.SemWait
-		// The slot is free once TensorE finished step s-nbuf.
-		waits = b.waitGE(waits, semStep, s-p.nbuf+1)
+		// The slots are free once TensorE has finished the steps that used them.
+		waits := b.waitGE(nil, semStep, si.slotFree)
 		first := true
 		dma := func(dst, src isa.Operand, op isa.Opcode, sem int32, q int64) {
 			in := &isa.Instruction{Op: op, Engine: isa.EngineSync, Chip: b.chip, Core: b.core,
@@ -439,38 +532,42 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			}
 			out = append(out, in)
 		}
+		aSlot, bSlot := si.aSlot, si.bSlot
 		// A^T block: partition p of k-tile kt holds row k0+kt*128+p.
 		fullK := si.kSize / 128 * 128
 		if p.aLayout == "km" {
 			if fullK > 0 {
 				kt := fullK / 128
-				dst := b.raw(aBuf[slot], 0, 128, 0, isa.Dim{Size: kt, Stride: p.BM}, isa.Dim{Size: si.mSize, Stride: 1})
+				dst := b.raw(aBuf[aSlot], 0, 128, 0, isa.Dim{Size: kt, Stride: p.BM}, isa.Dim{Size: si.mSize, Stride: 1})
 				src := b.raw(aHBM, 0, 0, si.k0*p.M+si.m0, isa.Dim{Size: 128, Stride: p.M}, isa.Dim{Size: kt, Stride: 128 * p.M}, isa.Dim{Size: si.mSize, Stride: 1})
 				dma(dst, src, isa.OpDMACopy, semA, 2*s)
 			}
 			if rem := si.kSize - fullK; rem > 0 {
 				kt := fullK / 128
-				dst := b.view(aBuf[slot], rng(0, rem), rng(kt*p.BM, kt*p.BM+si.mSize))
+				dst := b.view(aBuf[aSlot], rng(0, rem), rng(kt*p.BM, kt*p.BM+si.mSize))
 				src := b.view(aHBM, rng(si.k0+fullK, si.k0+si.kSize), rng(si.m0, si.m0+si.mSize))
 				dma(dst, src, isa.OpDMACopy, semA, 2*s)
 			}
 		} else {
 			for kt := int64(0); kt < si.kTiles; kt++ {
 				rows := min(128, si.kSize-kt*128)
-				dst := b.view(aBuf[slot], rng(0, rows), rng(kt*p.BM, kt*p.BM+si.mSize))
+				dst := b.view(aBuf[aSlot], rng(0, rows), rng(kt*p.BM, kt*p.BM+si.mSize))
 				src := b.view(aHBM, rng(si.m0, si.m0+si.mSize), rng(si.k0+kt*128, si.k0+kt*128+rows))
 				dma(dst, src, isa.OpDMATranspose, semA, 2*s)
 			}
 		}
+		if !si.loadB {
+			return out, nil
+		}
 		if fullK > 0 {
 			kt := fullK / 128
-			dst := b.raw(bBuf[slot], 0, 128, 0, isa.Dim{Size: kt, Stride: p.BN}, isa.Dim{Size: si.nSize, Stride: 1})
+			dst := b.raw(bBuf[bSlot], 0, 128, 0, isa.Dim{Size: kt, Stride: p.BN}, isa.Dim{Size: si.nSize, Stride: 1})
 			src := b.raw(bHBM, 0, 0, si.k0*p.N+si.n0, isa.Dim{Size: 128, Stride: p.N}, isa.Dim{Size: kt, Stride: 128 * p.N}, isa.Dim{Size: si.nSize, Stride: 1})
 			dma(dst, src, isa.OpDMACopy, semB, 2*s+1)
 		}
 		if rem := si.kSize - fullK; rem > 0 {
 			kt := fullK / 128
-			dst := b.view(bBuf[slot], rng(0, rem), rng(kt*p.BN, kt*p.BN+si.nSize))
+			dst := b.view(bBuf[bSlot], rng(0, rem), rng(kt*p.BN, kt*p.BN+si.nSize))
 			src := b.view(bHBM, rng(si.k0+fullK, si.k0+si.kSize), rng(si.n0, si.n0+si.nSize))
 			dma(dst, src, isa.OpDMACopy, semB, 2*s+1)
 		}
@@ -478,16 +575,15 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 
 	tensorGen := func(s int64) ([]*isa.Instruction, error) {
-		si := stepAt(s)
-		slot := s % p.nbuf
+		si := &sched[s]
 		n := si.mTiles * si.kTiles * (1 + si.nTiles)
 		sl := newSlab(int(n), 0)
 		out := make([]*isa.Instruction, 0, n)
 		var waits []isa.SemWait
-		waits = b.waitGE(waits, semA, dmaEngines*prefixes[s+1].aLoads)
-		waits = b.waitGE(waits, semB, dmaEngines*prefixes[s+1].bLoads)
+		waits = b.waitGE(waits, semA, dmaEngines*si.cumA)
+		waits = b.waitGE(waits, semB, dmaEngines*si.cumB)
 		for mt := int64(0); mt < si.mTiles; mt++ {
-			u := prefixes[s].groups + mt
+			u := si.groups0 + mt
 			g := u % p.ngroups
 			rows := min(128, si.mSize-mt*128)
 			// The group's banks are free once group use u-ngroups is evacuated.
@@ -499,7 +595,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 				krows := min(128, si.kSize-kt*128)
 				ls := sl.inst()
 				*ls = isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-					Ins: lsOp(slot, kt, mt, krows, rows), OpID: opID, Waits: waits}
+					Ins: lsOp(si.aSlot, kt, mt, krows, rows), OpID: opID, Waits: waits}
 				waits = nil
 				out = append(out, ls)
 				for nt := int64(0); nt < si.nTiles; nt++ {
@@ -507,7 +603,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 					mm := sl.inst()
 					*mm = isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
 						Outs:  psOp(g*tilesPerGroup+nt, rows, cols),
-						Ins:   mvOp(slot, kt, nt, krows, cols),
+						Ins:   mvOp(si.bSlot, kt, nt, krows, cols),
 						Attrs: isa.Attrs{Start: kt == 0, Stop: kt == si.kTiles-1}, OpID: opID}
 					if kt == si.kTiles-1 && nt == si.nTiles-1 {
 						mm.Signal = b.signal(semMM)
@@ -525,13 +621,12 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	var storeInstrs func(s int64) []*isa.Instruction
 	evacGen := func(eng isa.Engine) func(s int64) ([]*isa.Instruction, error) {
 		return func(s int64) ([]*isa.Instruction, error) {
-			si := stepAt(s)
+			si := &sched[s]
 			n := si.mTiles * si.nTiles
 			sl := newSlab(int(n), int(2*n))
 			out := make([]*isa.Instruction, 0, n+2)
-			rslot := si.block % p.nres
 			for mt := int64(0); mt < si.mTiles; mt++ {
-				u := prefixes[s].groups + mt
+				u := si.groups0 + mt
 				if evacEngine(u) != eng {
 					continue
 				}
@@ -539,23 +634,21 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 				rows := min(128, si.mSize-mt*128)
 				var waits []isa.SemWait
 				waits = b.waitGE(waits, semMM, u+1)
-				if si.kb == 0 && mt == 0 {
-					// The result slot is free once block block-nres is stored.
-					if prevBlock := si.block - p.nres; prevBlock >= 0 {
-						waits = b.waitGE(waits, semStore, dmaEngines*prefixes[(prevBlock+1)*nBlocksK].stores)
-					}
+				if si.first && mt == 0 {
+					// The result slot is free once its previous block is stored.
+					waits = b.waitGE(waits, semStore, dmaEngines*si.resFree)
 				}
 				for nt := int64(0); nt < si.nTiles; nt++ {
 					cols := min(p.TN, si.nSize-nt*p.TN)
-					dsts := resOp(rslot, mt, nt, rows, cols)
+					dsts := resOp(si.resSlot, mt, nt, rows, cols)
 					srcs := psOp(g*tilesPerGroup+nt, rows, cols)
 					dst, src := dsts[0], srcs[0]
 					in := sl.inst()
 					switch {
-					case si.kb == 0 && eng == isa.EngineScalar:
+					case si.first && eng == isa.EngineScalar:
 						*in = isa.Instruction{Op: isa.OpActivation, Outs: dsts, Ins: srcs,
 							Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}}
-					case si.kb == 0:
+					case si.first:
 						*in = isa.Instruction{Op: isa.OpTensorCopy, Outs: dsts, Ins: srcs}
 					default:
 						*in = isa.Instruction{Op: isa.OpTensorTensor, Outs: dsts, Ins: sl.operands(dst, src),
@@ -581,13 +674,12 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	// storeInstrs returns the store of a finished result block (issued from
 	// ScalarE's stream) after the block's last K step.
 	storeInstrs = func(s int64) []*isa.Instruction {
-		si := stepAt(s)
-		if si.kb != nBlocksK-1 {
+		si := &sched[s]
+		if !si.last {
 			return nil
 		}
-		rslot := si.block % p.nres
 		var waits []isa.SemWait
-		lastU := prefixes[s+1].groups - 1
+		lastU := si.groups0 + si.mTiles - 1
 		waits = b.waitGE(waits, semEvacV, groupCount(lastU, isa.EngineVector))
 		waits = b.waitGE(waits, semEvacS, groupCount(lastU, isa.EngineScalar))
 		var out []*isa.Instruction
@@ -601,13 +693,13 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		}
 		if fullM > 0 {
 			mt := fullM / 128
-			src := b.raw(resBuf[rslot], 0, 128, 0, isa.Dim{Size: mt, Stride: p.BN}, isa.Dim{Size: si.nSize, Stride: 1})
+			src := b.raw(resBuf[si.resSlot], 0, 128, 0, isa.Dim{Size: mt, Stride: p.BN}, isa.Dim{Size: si.nSize, Stride: 1})
 			dst := b.raw(cHBM, 0, 0, si.m0*p.N+si.n0, isa.Dim{Size: 128, Stride: p.N}, isa.Dim{Size: mt, Stride: 128 * p.N}, isa.Dim{Size: si.nSize, Stride: 1})
 			st(dst, src)
 		}
 		if rem := si.mSize - fullM; rem > 0 {
 			mt := fullM / 128
-			src := b.view(resBuf[rslot], rng(0, rem), rng(mt*p.BN, mt*p.BN+si.nSize))
+			src := b.view(resBuf[si.resSlot], rng(0, rem), rng(mt*p.BN, mt*p.BN+si.nSize))
 			dst := b.view(cHBM, rng(si.m0+fullM, si.m0+si.mSize), rng(si.n0, si.n0+si.nSize))
 			st(dst, src)
 		}
@@ -631,6 +723,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	info := &Info{Name: name, Kind: "gemm", DType: p.in, FLOPs: flops, CoresUsed: 1,
 		Ops:         []Op{{ID: opID, Name: "matmul", Kind: "matmul", FLOPs: flops}},
 		MinHBMBytes: (p.M*p.K+p.K*p.N)*eb + p.M*p.N*int64(p.out.Bytes()),
-		Choices:     p.choices()}
+		Choices:     p.choices(),
+		Notes:       []string{"loop order " + p.order, "result dtype " + p.resDT().String()}}
 	return b.prog, info, nil
 }

@@ -44,6 +44,8 @@ type Info struct {
 	Choices []Choice
 	// CoresUsed is how many NeuronCores the program runs on.
 	CoresUsed int
+	// Notes are other lowering choices, in words.
+	Notes []string
 }
 
 // Choice is one resolved lowering parameter.

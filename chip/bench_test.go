@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"testing"
 
+	"github.com/sarchlab/akita/v3/sim"
 	"github.com/stretchr/testify/require"
 
 	"github.com/trnsim/trnsim/internal/hostcpu"
@@ -230,4 +231,41 @@ func BenchmarkSyntheticMix(b *testing.B) {
 			b.ReportMetric(float64(events)/float64(instr), "events/instr")
 		})
 	}
+}
+
+// trivialHandler reschedules itself n times: Akita's bare event loop.
+type trivialHandler struct {
+	engine sim.Engine
+	left   int
+}
+
+type trivialEvent struct {
+	t sim.VTimeInSec
+	h *trivialHandler
+}
+
+func (e *trivialEvent) Time() sim.VTimeInSec { return e.t }
+func (e *trivialEvent) Handler() sim.Handler { return e.h }
+func (e *trivialEvent) IsSecondary() bool    { return false }
+
+func (h *trivialHandler) Handle(e sim.Event) error {
+	h.left--
+	if h.left > 0 {
+		h.engine.Schedule(&trivialEvent{e.Time() + 1e-9, h})
+	}
+	return nil
+}
+
+// BenchmarkAkitaTrivialEvents measures Akita's serial engine on do-nothing
+// events on this machine, the yardstick for the simulator's own speed
+// (reference/akita.md measured about 6 M/s on its machine).
+func BenchmarkAkitaTrivialEvents(b *testing.B) {
+	e := sim.NewSerialEngine()
+	h := &trivialHandler{engine: e, left: b.N}
+	e.Schedule(&trivialEvent{0, h})
+	start := hostcpu.Time()
+	if err := e.Run(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/(hostcpu.Time()-start).Seconds(), "events/cpu-s")
 }

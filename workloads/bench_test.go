@@ -14,7 +14,8 @@ import (
 func BenchmarkLoweredGEMM(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	k1 := []string{"hardware.preset=trn1", "workload.gemm.m=4096", "workload.gemm.k=8192", "workload.gemm.n=8192",
-		"workload.lowering.block_m=2048", "workload.lowering.block_n=1024", "workload.lowering.block_k=1024"}
+		"workload.lowering.block_m=2048", "workload.lowering.block_n=1024", "workload.lowering.block_k=1024",
+		"workload.lowering.loop_order=nkm", "workload.lowering.accumulate_dtype=bf16"}
 	for _, tc := range []struct {
 		name   string
 		sets   []string

@@ -292,7 +292,7 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 	qvc.Join(vc)
 	qvc[agent]++
 	if d.env.Race != nil {
-		if err := d.checkRaces(in, agent, qvc); err != nil {
+		if err := d.env.Race.CheckInstruction(in, agent, d.queueNames[q], qvc, d.env.Describe); err != nil {
 			return err
 		}
 	}
@@ -414,28 +414,6 @@ func (d *Subsystem) creditMirror() {
 func (d *Subsystem) FinalStats() Stats {
 	d.creditMirror()
 	return d.Stats
-}
-
-func (d *Subsystem) checkRaces(in *isa.Instruction, agent int, vc memory.VClock) error {
-	var race *memory.Access
-	var mine memory.Access
-	in.Operands(func(op *isa.Operand, role isa.OperandRole) {
-		ap := &op.AP
-		if race != nil || !ap.Mem.OnChip() {
-			return
-		}
-		lo, hi := ap.ByteSpan()
-		a := memory.Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
-			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: agent, Epoch: vc[agent], Who: in,
-			AgentName: d.queueNames[in.Attrs.Queue]}
-		if r := d.env.Race.Check(a, vc); r != nil {
-			race, mine = r, a
-		}
-	})
-	if race != nil {
-		return &memory.RaceError{First: *race, Second: mine, Describe: d.env.Describe}
-	}
-	return nil
 }
 
 // finish completes one engine's share of a transfer at time end.

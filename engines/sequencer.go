@@ -342,7 +342,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 
 	// Data races against every other agent.
 	if c.Race != nil && !in.Op.IsDMA() {
-		if err := s.checkRaces(in); err != nil {
+		if err := c.Race.CheckInstruction(in, s.agent, s.name, s.vc, c.Sim.Describe); err != nil {
 			c.Sim.Fail(err)
 			return 0, false
 		}
@@ -493,29 +493,4 @@ func (s *Sequencer) recordInflight(in *isa.Instruction, completion clock.Time) {
 			s.inflight[len(s.inflight)-1] = w
 		}
 	}
-}
-
-func (s *Sequencer) checkRaces(in *isa.Instruction) error {
-	c := s.core
-	var race *memory.Access
-	var mine memory.Access
-	in.Operands(func(op *isa.Operand, role isa.OperandRole) {
-		ap := &op.AP
-		if race != nil || !ap.Mem.OnChip() {
-			return
-		}
-		lo, hi := ap.ByteSpan()
-		a := memory.Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
-			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: s.agent, Epoch: s.vc[s.agent], Who: in,
-			AgentName: s.name}
-		// TensorE accumulation into PSUM reads and writes the same bytes;
-		// only the write is recorded.
-		if r := c.Race.Check(a, s.vc); r != nil {
-			race, mine = r, a
-		}
-	})
-	if race != nil {
-		return &memory.RaceError{First: *race, Second: mine, Describe: c.Sim.Describe}
-	}
-	return nil
 }

@@ -227,3 +227,28 @@ func (d *RaceDetector) Check(a Access, vc VClock) *Access {
 	}
 	return race
 }
+
+// CheckInstruction checks every SBUF/PSUM operand of in as an access by
+// agent (called name) whose clock is vc, and returns a *RaceError naming the
+// first conflicting pair, or nil. describe prints instructions for the
+// error.
+func (d *RaceDetector) CheckInstruction(in *isa.Instruction, agent int, name string, vc VClock, describe func(*isa.Instruction) string) error {
+	var race *Access
+	var mine Access
+	in.Operands(func(op *isa.Operand, role isa.OperandRole) {
+		ap := &op.AP
+		if race != nil || !ap.Mem.OnChip() {
+			return
+		}
+		lo, hi := ap.ByteSpan()
+		a := Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
+			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: agent, Epoch: vc[agent], Who: in, AgentName: name}
+		if r := d.Check(a, vc); r != nil {
+			race, mine = r, a
+		}
+	})
+	if race != nil {
+		return &RaceError{First: *race, Second: mine, Describe: describe}
+	}
+	return nil
+}

@@ -381,9 +381,9 @@ func fmtNum(v reflect.Value) string {
 	return strconv.FormatInt(v.Int(), 10)
 }
 
-// walkLeaves calls fn for every leaf field of a struct value with its dotted
-// path, in declaration order.
-func walkLeaves(v reflect.Value, path string, fn func(path string, v reflect.Value)) {
+// walkLeaves calls fn for every leaf field of a value with its dotted path
+// and its `check` rule, in declaration order.
+func walkLeaves(v reflect.Value, path, rule string, fn func(path string, v reflect.Value, rule string)) {
 	switch v.Kind() {
 	case reflect.Struct:
 		if v.Addr().Type().Implements(nodeDecoderType) {
@@ -396,13 +396,13 @@ func walkLeaves(v reflect.Value, path string, fn func(path string, v reflect.Val
 			if tag == "" || tag == "-" || !f.IsExported() {
 				continue
 			}
-			walkLeaves(v.Field(i), joinPath(path, strings.Split(tag, ",")[0]), fn)
+			walkLeaves(v.Field(i), joinPath(path, strings.Split(tag, ",")[0]), f.Tag.Get("check"), fn)
 		}
 	case reflect.Pointer:
 		if !v.IsNil() {
-			walkLeaves(v.Elem(), path, fn)
+			walkLeaves(v.Elem(), path, rule, fn)
 		}
 	default:
-		fn(path, v)
+		fn(path, v, rule)
 	}
 }

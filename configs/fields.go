@@ -27,7 +27,7 @@ func Fields(c *RunConfig) []Field {
 		case "outputs":
 			sv = v.FieldByName("Outputs")
 		}
-		walkLeaves(sv, sec, func(path string, fv reflect.Value) {
+		walkLeaves(sv, sec, "", func(path string, fv reflect.Value, _ string) {
 			out = append(out, Field{Path: path, Value: formatValue(fv)})
 		})
 	}

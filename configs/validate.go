@@ -24,7 +24,7 @@ func (c *RunConfig) FieldError(path, format string, args ...any) error {
 func (c *RunConfig) validateHardware() error {
 	var first error
 	hv := reflect.ValueOf(&c.Hardware).Elem()
-	walkLeavesChecked(hv, "hardware", func(path string, v reflect.Value, rule string) {
+	walkLeaves(hv, "hardware", "", func(path string, v reflect.Value, rule string) {
 		if first != nil {
 			return
 		}
@@ -69,25 +69,6 @@ func (c *RunConfig) validateHardware() error {
 		}
 	}
 	return nil
-}
-
-// walkLeavesChecked is walkLeaves with each field's `check` tag.
-func walkLeavesChecked(v reflect.Value, path string, fn func(path string, v reflect.Value, rule string)) {
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("yaml")
-		if tag == "" || tag == "-" || !f.IsExported() {
-			continue
-		}
-		p := joinPath(path, strings.Split(tag, ",")[0])
-		fv := v.Field(i)
-		if fv.Kind() == reflect.Struct && !fv.Addr().Type().Implements(nodeDecoderType) {
-			walkLeavesChecked(fv, p, fn)
-			continue
-		}
-		fn(p, fv, f.Tag.Get("check"))
-	}
 }
 
 // unaryOps and binaryOps are the elementwise ops a workload may name.

@@ -67,7 +67,7 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 		}
 		if in.Op == isa.OpMultiplyMoving {
 			mv := &in.Ins[0].AP
-			k := float64(mv.PartCount) * float64(modeFactor(in.Attrs.PerfMode))
+			k := float64(mv.PartCount) * float64(isa.PerfModeRows(in.Attrs.PerfMode))
 			s.Stats.FLOPs += 2 * k * float64(in.Outs[0].AP.PartCount) * float64(mv.FreeSize())
 		}
 	default:
@@ -86,16 +86,6 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 	}
 	s.freeAt = next
 	return start, interval, latency, next, powerExtra, why, pathReadyOut
-}
-
-func modeFactor(perf uint8) int {
-	switch perf {
-	case 2:
-		return 2
-	case 4:
-		return 4
-	}
-	return 1
 }
 
 // PowerParams configure TensorE's dI/dt throttle (reference §2.2, S13).

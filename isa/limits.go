@@ -249,6 +249,11 @@ func (l *Limits) Check(in *Instruction) error {
 	return nil
 }
 
+// PerfModeRows returns how many array rows of contraction a TensorE
+// performance mode packs per PE row: 1 normally, 2 in FP8 double-row mode,
+// 4 in MX quad mode.
+func PerfModeRows(perf uint8) int { return modeRows(perf) }
+
 func modeRows(perf uint8) int {
 	switch perf {
 	case 2:

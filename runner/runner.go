@@ -227,17 +227,22 @@ func targetOf(src string) string {
 	return ""
 }
 
-// CheckAssembly parses an assembly file, validates every buffer and
-// instruction against the hardware's limits, and returns the canonical text.
-func CheckAssembly(cfg *configs.RunConfig, path string) (string, error) {
-	prog, _, err := workloads.LoadAssembly(cfg, path)
+// CheckAssembly validates an assembly workload (from a file or inline) —
+// every buffer and instruction against the hardware's limits — and returns
+// the canonical text.
+func CheckAssembly(cfg *configs.RunConfig) (string, error) {
+	prog, _, err := workloads.Lower(cfg)
 	if err != nil {
 		return "", err
+	}
+	name := cfg.Workload.Assembly.File
+	if name == "" {
+		name = "workload.assembly.source"
 	}
 	lim := cfg.Hardware.Limits()
 	for _, b := range prog.Buffers {
 		if err := lim.CheckBuffer(b); err != nil {
-			return "", fmt.Errorf("%s:%d: %v", path, b.Line, err)
+			return "", fmt.Errorf("%s:%d: %v", name, b.Line, err)
 		}
 	}
 	for _, src := range prog.Streams {
@@ -251,7 +256,7 @@ func CheckAssembly(cfg *configs.RunConfig, path string) (string, error) {
 				break
 			}
 			if err := lim.Check(in); err != nil {
-				return "", fmt.Errorf("%s:%d: %s: %v", path, in.Line, asm.FormatInstruction(prog, in), err)
+				return "", fmt.Errorf("%s:%d: %s: %v", name, in.Line, asm.FormatInstruction(prog, in), err)
 			}
 		}
 	}

@@ -141,7 +141,7 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			if cfg.Workload.Kind == "assembly" && (strings.HasSuffix(args[0], ".asm") || strings.HasSuffix(args[0], ".s")) {
-				text, err := runner.CheckAssembly(cfg, cfg.Workload.Assembly.File)
+				text, err := runner.CheckAssembly(cfg)
 				if err != nil {
 					return err
 				}
@@ -151,10 +151,10 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 			}
 			printResolved(stdout, cfg)
 			if cfg.Workload.Kind == "assembly" {
-				if _, err := runner.CheckAssembly(cfg, cfg.Workload.Assembly.File); err != nil {
+				if _, err := runner.CheckAssembly(cfg); err != nil {
 					return err
 				}
-				fmt.Fprintf(stdout, "assembly %s: valid\n", cfg.Workload.Assembly.File)
+				fmt.Fprintf(stdout, "\n# the assembly workload is valid for %s\n", cfg.Hardware.Name)
 			}
 			return nil
 		},

@@ -20,9 +20,49 @@ type activity struct {
 	compute []clock.Time
 	dma     []clock.Time
 	next    Tracer
-	// lastDMA is the last DMA interval recorded: the shares of one transfer
-	// on the 16 engines usually share it, and the union counts it once.
-	lastDMA [2]clock.Time
+	// Each engine's busy intervals arrive in start order and mostly touch
+	// one another: they are merged into one open run per engine (and one
+	// for the DMA engines together) and written to the bins when a gap
+	// appears, so a run of back-to-back instructions costs one bin update.
+	runs [isa.NumEngines + 1]run
+}
+
+type run struct {
+	start, end clock.Time
+	open       bool
+}
+
+// dmaRun is the index of the DMA engines' run.
+const dmaRun = int(isa.NumEngines)
+
+// extend adds [start, end) to run i, writing the run to bins when the new
+// interval does not touch it.
+func (a *activity) extend(i int, bins *[]clock.Time, start, end clock.Time) {
+	r := &a.runs[i]
+	if r.open && start <= r.end && end >= r.start {
+		r.start, r.end = clock.Min(r.start, start), clock.Max(r.end, end)
+		return
+	}
+	if r.open {
+		a.add(bins, r.start, r.end)
+	}
+	*r = run{start: start, end: end, open: true}
+}
+
+// flush writes every open run to the bins.
+func (a *activity) flush() {
+	for i := range a.runs {
+		r := &a.runs[i]
+		if !r.open {
+			continue
+		}
+		if i == dmaRun {
+			a.add(&a.dma, r.start, r.end)
+		} else {
+			a.add(&a.compute, r.start, r.end)
+		}
+		r.open = false
+	}
 }
 
 func newActivity(next Tracer) *activity {
@@ -65,6 +105,7 @@ func (a *activity) coarsen() {
 // overlapPct returns the share of DMA-active time during which a compute
 // engine was busy.
 func (a *activity) overlapPct() float64 {
+	a.flush()
 	var both, dma clock.Time
 	for i, d := range a.dma {
 		d = clock.Min(d, a.width)
@@ -83,7 +124,7 @@ func (a *activity) overlapPct() float64 {
 
 func (a *activity) Instruction(chip, core int32, eng isa.Engine, in *isa.Instruction, start, end clock.Time) {
 	if eng != isa.EngineSync && !in.Op.IsDMA() && end > start {
-		a.add(&a.compute, start, end)
+		a.extend(int(eng), &a.compute, start, end)
 	}
 	if a.next != nil {
 		a.next.Instruction(chip, core, eng, in, start, end)
@@ -97,9 +138,8 @@ func (a *activity) Wait(chip, core int32, eng isa.Engine, in *isa.Instruction, s
 }
 
 func (a *activity) DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
-	if end > start && (a.lastDMA[0] != start || a.lastDMA[1] != end) {
-		a.lastDMA = [2]clock.Time{start, end}
-		a.add(&a.dma, start, end)
+	if end > start {
+		a.extend(dmaRun, &a.dma, start, end)
 	}
 	if a.next != nil {
 		a.next.DMA(chip, core, engine, queue, in, bytes, start, end)

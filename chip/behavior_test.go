@@ -409,3 +409,21 @@ vector memset a wait=s4@1>=1
 		})
 	}
 }
+
+func TestGatherMovesOnlyTheGatheredRows(t *testing.T) {
+	// A gather of 128 rows of 2 KiB from a 195 MiB table reads 256 KiB, and
+	// its software descriptor generation occupies GpSimd: 128 descriptors at
+	// software_dge_cycles_per_descriptor (50) on top of the trigger.
+	src := `.version 1
+.buffer T hbm bf16 [100000, 1024]
+.buffer idx sbuf int32 [128, 1]
+.buffer rows sbuf bf16 [128, 1024]
+gpsimd iota idx step=1 signal=s1
+gpsimd dma_gather rows, T, idx queue=0 dge=sw wait=s1>=1 signal=s2 ; GATHER
+sync sem_wait wait=s2>=16
+`
+	res, tr := traceAsm(t, "trn2", src)
+	assert.Equal(t, int64(128*1024*2), res.Chips[0].HBMReadBytes)
+	g := tr.line(t, lineOf(t, src, "GATHER"))
+	assert.InDelta(t, clock.New(1.2).Cycles(64+128*50).Nanoseconds(), (g.end - g.start).Nanoseconds(), 1)
+}

@@ -226,6 +226,13 @@ func (d *Subsystem) plan(in *isa.Instruction) plan {
 		p.rows = 1
 	}
 	total := max(dst.Bytes(), src.Bytes())
+	switch in.Op {
+	case isa.OpDMAGather:
+		// The source is the whole table; only the gathered rows move.
+		total = dst.Bytes()
+	case isa.OpDMAScatter:
+		total = src.Bytes()
+	}
 	p.rowBytes = (total + p.rows - 1) / p.rows
 	// Descriptors: each row is split at every break in contiguity on either
 	// side and at the descriptor size limit.

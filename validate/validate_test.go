@@ -1,0 +1,64 @@
+package validate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/trnsim/trnsim/configs"
+)
+
+func TestEveryCaseLoadsWithASource(t *testing.T) {
+	cases, err := Cases()
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	seen := map[string]bool{}
+	for _, c := range cases {
+		t.Run(c.ID, func(t *testing.T) {
+			assert.False(t, seen[c.ID], "ids are unique")
+			seen[c.ID] = true
+			assert.NotEmpty(t, c.Title)
+			assert.Regexp(t, `\[(C|I|3P|R|U)\]`, c.Source, "the source carries a confidence tag")
+			assert.Greater(t, c.Measured, 0.0)
+			assert.Contains(t, []string{"simulated_time", "peak_pct", "engine_busy_pct", "dma_active_pct", "time_per_instruction", "dma_engine0_active"}, c.Metric)
+			data, err := yaml.Marshal(&c.Config)
+			require.NoError(t, err)
+			_, err = configs.LoadBytes(data, c.ID, configs.LoadOptions{})
+			require.NoError(t, err)
+		})
+	}
+	// The targets the issues set.
+	targets := map[string]float64{}
+	for _, c := range cases {
+		targets[c.ID] = c.TargetPct
+	}
+	assert.Equal(t, 15.0, targets["K1"])
+	assert.Equal(t, 10.0, targets["K6"])
+}
+
+func TestFastRowsMeetTheirTargetsAndBounds(t *testing.T) {
+	rows, err := Run(Options{Fast: true})
+	require.NoError(t, err)
+	require.NotEmpty(t, rows)
+	for _, r := range rows {
+		assert.True(t, r.Pass, "%s: predicted %g, measured %g (%+.1f%%)", r.ID, r.Predicted, r.Measured, r.ErrorPct)
+		if strings.HasSuffix(r.Unit, "s") && r.Bound > 0 {
+			assert.GreaterOrEqual(t, r.Predicted, r.Bound*(1-1e-9), "%s beats its physical bound", r.ID)
+		}
+	}
+	assert.Empty(t, Missed(rows))
+}
+
+func TestUnknownCaseIsAnError(t *testing.T) {
+	_, err := Run(Options{Only: []string{"K1", "NOPE"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unknown case id in --only")
+}
+
+func TestMissedListsFailingTargetedRows(t *testing.T) {
+	rows := []Row{{ID: "A", Pass: true}, {ID: "B", Pass: false}, {ID: "C", Pass: true}}
+	assert.Equal(t, []string{"B"}, Missed(rows))
+}

@@ -248,6 +248,15 @@ func validTag(t string) bool {
 
 // Flags computes the condition flags of an instruction.
 func (m *CostModel) Flags(in *Instruction) uint32 {
+	if in.flagsBy == m {
+		return in.flags
+	}
+	f := m.flags(in)
+	in.flags, in.flagsBy = f, m
+	return f
+}
+
+func (m *CostModel) flags(in *Instruction) uint32 {
 	var f uint32
 	main := in.MainInput()
 	if main != nil {

@@ -99,8 +99,21 @@ func (l *Limits) CheckBuffer(b *Buffer) error {
 }
 
 // Check validates one instruction against the limits. It returns a
-// *LimitError naming the broken rule.
+// *LimitError naming the broken rule. The result is remembered in the
+// instruction (a lowering may hand out the same instruction many times), so
+// an instruction must not change once checked.
 func (l *Limits) Check(in *Instruction) error {
+	if in.checkedBy == l {
+		return nil
+	}
+	if err := l.check(in); err != nil {
+		return err
+	}
+	in.checkedBy = l
+	return nil
+}
+
+func (l *Limits) check(in *Instruction) error {
 	info := in.Op.Info()
 	if !in.Op.RunsOn(in.Engine) {
 		return l.fail(in, "%s cannot run on %s (it runs on %s)", info.Name, in.Engine, engineList(in.Op))

@@ -79,6 +79,13 @@ func (p *gemmPlan) dmaBytes() int64 {
 
 func roundUp(v, m int64) int64 { return ceilDiv(v, m) * m }
 
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // planGEMM resolves the lowering parameters, choosing the ones the config
 // leaves at zero: the largest blocks that fit SBUF while moving the fewest
 // bytes from HBM.
@@ -574,6 +581,11 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return out, nil
 	}
 
+	// Instructions without waits or signals are the same every time their
+	// tile comes round: they are built once and handed out again (the
+	// simulator never changes an instruction).
+	lsInst := make([]*isa.Instruction, p.nbuf*KT*MT)
+	mmInst := make([]*isa.Instruction, p.nbuf*KT*ntMax*p.ngroups*4)
 	tensorGen := func(s int64) ([]*isa.Instruction, error) {
 		si := &sched[s]
 		n := si.mTiles * si.kTiles * (1 + si.nTiles)
@@ -593,23 +605,44 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			}
 			for kt := int64(0); kt < si.kTiles; kt++ {
 				krows := min(128, si.kSize-kt*128)
-				ls := sl.inst()
-				*ls = isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-					Ins: lsOp(si.aSlot, kt, mt, krows, rows), OpID: opID, Waits: waits}
+				full := krows == 128 && rows == 128
+				var ls *isa.Instruction
+				li := (si.aSlot*KT+kt)*MT + mt
+				if full && waits == nil && lsInst[li] != nil {
+					ls = lsInst[li]
+				} else {
+					ls = sl.inst()
+					*ls = isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
+						Ins: lsOp(si.aSlot, kt, mt, krows, rows), OpID: opID, Waits: waits}
+					if full && waits == nil {
+						lsInst[li] = ls
+					}
+				}
 				waits = nil
 				out = append(out, ls)
 				for nt := int64(0); nt < si.nTiles; nt++ {
 					cols := min(p.TN, si.nSize-nt*p.TN)
+					start, stop := kt == 0, kt == si.kTiles-1
+					signals := stop && nt == si.nTiles-1
+					mi := (((si.bSlot*KT+kt)*ntMax+nt)*p.ngroups+g)*4 + b2i(start)*2 + b2i(stop)
+					reuse := full && cols == p.TN && !signals
+					if reuse && mmInst[mi] != nil {
+						out = append(out, mmInst[mi])
+						continue
+					}
 					mm := sl.inst()
 					*mm = isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
 						Outs:  psOp(g*tilesPerGroup+nt, rows, cols),
 						Ins:   mvOp(si.bSlot, kt, nt, krows, cols),
-						Attrs: isa.Attrs{Start: kt == 0, Stop: kt == si.kTiles-1}, OpID: opID}
-					if kt == si.kTiles-1 && nt == si.nTiles-1 {
+						Attrs: isa.Attrs{Start: start, Stop: stop}, OpID: opID}
+					if signals {
 						mm.Signal = b.signal(semMM)
 						if mt == si.mTiles-1 {
 							mm.Signal = append(mm.Signal, isa.SemSignal{Sem: b.sem(semStep), Add: 1})
 						}
+					}
+					if reuse {
+						mmInst[mi] = mm
 					}
 					out = append(out, mm)
 				}

@@ -589,7 +589,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	tensorGen := func(s int64) ([]*isa.Instruction, error) {
 		si := &sched[s]
 		n := si.mTiles * si.kTiles * (1 + si.nTiles)
-		sl := newSlab(int(n), 0)
+		sl := newSlab(8, 0) // most instructions are handed out again
 		out := make([]*isa.Instruction, 0, n)
 		var waits []isa.SemWait
 		waits = b.waitGE(waits, semA, dmaEngines*si.cumA)

@@ -75,13 +75,11 @@ func (a *activity) add(bins *[]clock.Time, start, end clock.Time) {
 	}
 	last := int((end - 1) / a.width)
 	if last >= len(*bins) {
-		if last >= cap(*bins) {
-			grown := make([]clock.Time, last+1, 2*(last+1))
-			copy(grown, *bins)
-			*bins = grown
-		} else {
-			*bins = (*bins)[:last+1]
+		if *bins == nil {
+			// One allocation for the whole run: coarsening works in place.
+			*bins = make([]clock.Time, 0, maxActivityBins)
 		}
+		*bins = (*bins)[:last+1]
 	}
 	b := *bins
 	for i := int(start / a.width); i <= last; i++ {
@@ -90,13 +88,19 @@ func (a *activity) add(bins *[]clock.Time, start, end clock.Time) {
 	}
 }
 
+// coarsen doubles the bin width, merging bins pairwise in place.
 func (a *activity) coarsen() {
 	merge := func(b []clock.Time) []clock.Time {
-		out := make([]clock.Time, (len(b)+1)/2)
-		for i, v := range b {
-			out[i/2] += v
+		n := (len(b) + 1) / 2
+		for i := 0; i < n; i++ {
+			v := b[2*i]
+			if 2*i+1 < len(b) {
+				v += b[2*i+1]
+			}
+			b[i] = v
 		}
-		return out
+		clear(b[n:])
+		return b[:n]
 	}
 	a.compute, a.dma = merge(a.compute), merge(a.dma)
 	a.width *= 2

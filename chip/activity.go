@@ -75,9 +75,11 @@ func (a *activity) add(bins *[]clock.Time, start, end clock.Time) {
 	}
 	last := int((end - 1) / a.width)
 	if last >= len(*bins) {
-		if *bins == nil {
-			// One allocation for the whole run: coarsening works in place.
-			*bins = make([]clock.Time, 0, maxActivityBins)
+		if last >= cap(*bins) {
+			// Grow geometrically; coarsening then works in place.
+			grown := make([]clock.Time, len(*bins), min(maxActivityBins, max(1024, 2*(last+1))))
+			copy(grown, *bins)
+			*bins = grown
 		}
 		*bins = (*bins)[:last+1]
 	}

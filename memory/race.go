@@ -164,14 +164,19 @@ func covers(a *Access, r *rec) bool {
 
 // Check records access a made by an agent whose clock is vc, and returns the
 // first earlier access it races with, or nil.
-func (d *RaceDetector) Check(a Access, vc VClock) *Access {
+func (d *RaceDetector) Check(a Access, vc VClock) *Access { return d.check(&a, vc) }
+
+func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
+	a := ap
 	if a.Hi <= a.Lo || !a.Mem.OnChip() {
 		return nil
 	}
 	for a.Agent >= len(d.names) {
 		d.names = append(d.names, "")
 	}
-	d.names[a.Agent] = a.AgentName
+	if d.names[a.Agent] == "" {
+		d.names[a.Agent] = a.AgentName
+	}
 	var race *Access
 	sh := d.shadow(a.Chip, a.Core)
 	mi := 0
@@ -214,7 +219,7 @@ func (d *RaceDetector) Check(a Access, vc VClock) *Access {
 			// Drop the agent's records that a makes redundant.
 			w := 0
 			for i := 0; i < int(own.n); i++ {
-				if r := own.at(i); !covers(&a, r) {
+				if r := own.at(i); !covers(a, r) {
 					if w != i {
 						*own.at(w) = *r
 					}
@@ -243,7 +248,7 @@ func (d *RaceDetector) CheckInstruction(in *isa.Instruction, agent int, name str
 		lo, hi := ap.ByteSpan()
 		a := Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
 			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: agent, Epoch: vc[agent], Who: in, AgentName: name}
-		if r := d.Check(a, vc); r != nil {
+		if r := d.check(&a, vc); r != nil {
 			race, mine = r, a
 		}
 	})

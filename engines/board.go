@@ -60,7 +60,8 @@ func (s *semaphore) fold(now clock.Time) {
 		n++
 	}
 	if n > 0 {
-		s.pending = append(s.pending[:0], s.pending[n:]...)
+		// Drop the prefix without copying; append reuses or regrows.
+		s.pending = s.pending[n:]
 	}
 }
 

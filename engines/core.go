@@ -148,6 +148,15 @@ func (c *Core) Start() {
 	}
 }
 
+// board returns the board holding a semaphore: this core's without a
+// lookup, another core's through the simulation.
+func (c *Core) board(r isa.SemRef) *SemBoard {
+	if r.Chip == c.Cfg.Chip && r.Core == c.Cfg.Core {
+		return c.Board
+	}
+	return c.Sim.Boards(r.Chip, r.Core)
+}
+
 // agentName names an agent of this core for race reports.
 func (c *Core) agentName(e isa.Engine) string {
 	return fmt.Sprintf("chip %d core %d %s", c.Cfg.Chip, c.Cfg.Core, e)

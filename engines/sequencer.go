@@ -235,7 +235,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	// Semaphore waits: the instruction starts once each is reached.
 	for i := range in.Waits {
 		w := &in.Waits[i]
-		b := c.Sim.Boards(w.Sem.Chip, w.Sem.Core)
+		b := c.board(w.Sem)
 		at := b.ReachTime(w.Sem.ID, w.Value, now)
 		if at == clock.Never {
 			s.startWait(now, StallSemaphore, w.Sem)
@@ -276,7 +276,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	// Acquire the happens-before of every wait.
 	for i := range in.Waits {
 		w := &in.Waits[i]
-		s.vc.Join(c.Sim.Boards(w.Sem.Chip, w.Sem.Core).VC(w.Sem.ID))
+		s.vc.Join(c.board(w.Sem).VC(w.Sem.ID))
 	}
 	if in.Op == isa.OpBarrier {
 		s.vc.Join(c.Board.VC(in.Attrs.BarrierSem))
@@ -354,7 +354,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 		if in.Op.IsDMA() {
 			break // the DMA engines signal when the transfer completes
 		}
-		c.Sim.Boards(sg.Sem.Chip, sg.Sem.Core).Post(sg.Sem.ID, completion, sg.Add, s.vc, now)
+		c.board(sg.Sem).Post(sg.Sem.ID, completion, sg.Add, s.vc, now)
 	}
 	if in.Op.IsDMA() {
 		if err := c.DMA.Submit(in, start+interval, s.vc); err != nil {

@@ -284,12 +284,11 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	s.vc[s.agent]++
 
 	// Cost.
-	isa.FillEnv(in, &s.env)
+	var ns int64
 	if s.eng == isa.EngineTensor {
-		s.env[isa.VarNS] = float64(s.tensor.statCols)
+		ns = s.tensor.statCols
 	}
-	flags := c.Cfg.Cost.Flags(in)
-	cost := c.Cfg.Cost.Cost(in, flags, &s.env)
+	cost := c.Cfg.Cost.CostOf(in, ns, &s.env)
 	interval := s.clk.Cycles(cost.IntervalCycles)
 	latency := s.clk.Cycles(cost.LatencyCycles)
 	if in.Op.IsDMA() && in.Attrs.DGE == isa.DGESoftware {

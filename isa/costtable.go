@@ -426,3 +426,17 @@ func (m *CostModel) Lookup(e Engine, op Opcode) []CostVariant {
 	}
 	return out
 }
+
+// CostOf costs an instruction whose stationary free size (TensorE's NS) is
+// ns: FillEnv, Flags and Cost in one call, remembered in the instruction for
+// the next time it is issued with the same ns.
+func (m *CostModel) CostOf(in *Instruction, ns int64, env *CostEnv) Cost {
+	if in.costBy == m && in.costNS == ns {
+		return in.cost
+	}
+	FillEnv(in, env)
+	env[VarNS] = float64(ns)
+	c := m.Cost(in, m.Flags(in), env)
+	in.cost, in.costBy, in.costNS = c, m, ns
+	return c
+}

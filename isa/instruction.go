@@ -84,6 +84,9 @@ type Instruction struct {
 	checkedBy *Limits
 	flagsBy   *CostModel
 	flags     uint32
+	costBy    *CostModel
+	costNS    int64
+	cost      Cost
 }
 
 // Operands returns every operand with its role, outputs first.

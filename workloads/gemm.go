@@ -183,10 +183,13 @@ func planGEMM(cfg *configs.RunConfig) (*gemmPlan, error) {
 	for _, order := range orders {
 		for _, bn := range bns {
 			for _, bm := range bms {
-				for _, bk := range bks {
-					for _, nres := range []int64{2, 1} {
+				for _, nres := range []int64{2, 1} {
+					// The traffic does not depend on BK and a bigger BK is
+					// better: only the biggest that fits competes (SBUF use
+					// grows with BK).
+					for i := len(bks) - 1; i >= 0; i-- {
 						c := *p
-						c.order, c.BN, c.BM, c.BK, c.nres = order, bn, bm, bk, nres
+						c.order, c.BN, c.BM, c.BK, c.nres = order, bn, bm, bks[i], nres
 						if c.sbufBytes() > sbufCap {
 							continue
 						}
@@ -194,6 +197,7 @@ func planGEMM(cfg *configs.RunConfig) (*gemmPlan, error) {
 							cc := c
 							best = &cc
 						}
+						break
 					}
 				}
 			}

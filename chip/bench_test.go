@@ -212,23 +212,15 @@ func BenchmarkSyntheticMix(b *testing.B) {
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			cfg := loadPreset(b, "trn2")
 			const iters = 20000
-			var instr, events int64
-			var host float64
-			cpu0 := hostcpu.Time()
+			m := hostcpu.NewMeter()
 			for i := 0; i < b.N; i++ {
 				res, err := Run(cfg, syntheticProgram(b, iters), Options{NoRaceCheck: tc.noRace})
 				if err != nil {
 					b.Fatal(err)
 				}
-				instr += res.Instructions
-				events += res.Events
-				host += res.HostTime.Seconds()
+				m.Add(res.Instructions, res.Events, res.HostTime)
 			}
-			cpu := (hostcpu.Time() - cpu0).Seconds()
-			b.ReportMetric(float64(instr)/host, "instr/s")
-			b.ReportMetric(float64(instr)/cpu, "instr/cpu-s")
-			b.ReportMetric(float64(events)/host, "events/s")
-			b.ReportMetric(float64(events)/float64(instr), "events/instr")
+			m.Report(b)
 		})
 	}
 }

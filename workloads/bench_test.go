@@ -31,9 +31,7 @@ func BenchmarkLoweredGEMM(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var instr, events int64
-			var host float64
-			cpu0 := hostcpu.Time()
+			m := hostcpu.NewMeter()
 			for i := 0; i < b.N; i++ {
 				prog, _, err := Lower(cfg)
 				if err != nil {
@@ -43,14 +41,9 @@ func BenchmarkLoweredGEMM(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				instr += res.Instructions
-				events += res.Events
-				host += res.HostTime.Seconds()
+				m.Add(res.Instructions, res.Events, res.HostTime)
 			}
-			cpu := (hostcpu.Time() - cpu0).Seconds()
-			b.ReportMetric(float64(instr)/host, "instr/s")
-			b.ReportMetric(float64(instr)/cpu, "instr/cpu-s")
-			b.ReportMetric(float64(events)/host, "events/s")
+			m.Report(b)
 		})
 	}
 }

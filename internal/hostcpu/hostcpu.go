@@ -16,3 +16,36 @@ func Time() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// Meter accumulates a speed benchmark's simulated work and reports it per
+// wall-second and per CPU-second.
+type Meter struct {
+	cpu0                 time.Duration
+	instructions, events int64
+	host                 time.Duration
+}
+
+// NewMeter starts measuring CPU time.
+func NewMeter() *Meter { return &Meter{cpu0: Time()} }
+
+// Add records one run: its instructions, events and host (wall) time.
+func (m *Meter) Add(instructions, events int64, host time.Duration) {
+	m.instructions += instructions
+	m.events += events
+	m.host += host
+}
+
+// Reporter is the part of testing.B a Meter reports through.
+type Reporter interface {
+	ReportMetric(n float64, unit string)
+}
+
+// Report writes instr/s, instr/cpu-s, events/s and events/instr.
+func (m *Meter) Report(b Reporter) {
+	cpu := (Time() - m.cpu0).Seconds()
+	host := m.host.Seconds()
+	b.ReportMetric(float64(m.instructions)/host, "instr/s")
+	b.ReportMetric(float64(m.instructions)/cpu, "instr/cpu-s")
+	b.ReportMetric(float64(m.events)/host, "events/s")
+	b.ReportMetric(float64(m.events)/float64(m.instructions), "events/instr")
+}

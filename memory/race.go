@@ -215,8 +215,10 @@ func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
 		if own == nil {
 			own = &agentRing{agent: agent}
 			b.groups = append(b.groups, own)
-		} else {
-			// Drop the agent's records that a makes redundant.
+		} else if int(own.n) == recordsPerAgent {
+			// Full: drop the agent's records that a makes redundant before
+			// the oldest would be forgotten (a covered record conflicts with
+			// nothing the covering one does not).
 			w := 0
 			for i := 0; i < int(own.n); i++ {
 				if r := own.at(i); !covers(a, r) {

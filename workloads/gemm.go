@@ -656,11 +656,15 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 
 	var storeInstrs func(s int64) []*isa.Instruction
+	// Evacuations without waits or signals (the middle tiles of a group) are
+	// handed out again too, keyed by engine, result slot, tile, group and
+	// whether they copy or add.
+	evInst := make([]*isa.Instruction, 2*nRes*MT*ntMax*p.ngroups*2)
 	evacGen := func(eng isa.Engine) func(s int64) ([]*isa.Instruction, error) {
 		return func(s int64) ([]*isa.Instruction, error) {
 			si := &sched[s]
 			n := si.mTiles * si.nTiles
-			sl := newSlab(int(n), int(2*n))
+			sl := newSlab(4, 4)
 			out := make([]*isa.Instruction, 0, n+2)
 			for mt := int64(0); mt < si.mTiles; mt++ {
 				u := si.groups0 + mt
@@ -677,6 +681,12 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 				}
 				for nt := int64(0); nt < si.nTiles; nt++ {
 					cols := min(p.TN, si.nSize-nt*p.TN)
+					plain := nt != 0 && nt != si.nTiles-1 && rows == 128 && cols == p.TN
+					ei := ((((b2i(eng == isa.EngineScalar)*nRes+si.resSlot)*MT+mt)*ntMax+nt)*p.ngroups+g)*2 + b2i(si.first)
+					if plain && evInst[ei] != nil {
+						out = append(out, evInst[ei])
+						continue
+					}
 					dsts := resOp(si.resSlot, mt, nt, rows, cols)
 					srcs := psOp(g*tilesPerGroup+nt, rows, cols)
 					dst, src := dsts[0], srcs[0]
@@ -697,6 +707,9 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 					}
 					if nt == si.nTiles-1 {
 						in.Signal = b.signal(evacSem(eng))
+					}
+					if plain {
+						evInst[ei] = in
 					}
 					out = append(out, in)
 				}

@@ -157,6 +157,12 @@ func createAtomic(path string) (*atomicFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
 	}
+	// CreateTemp makes the file private; results are ordinary files.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
+	}
 	return &atomicFile{path: path, tmp: tmp, w: bufio.NewWriterSize(tmp, 1<<20)}, nil
 }
 

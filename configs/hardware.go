@@ -205,6 +205,11 @@ type AccessPatternLimits struct {
 	StrideMax int64 `yaml:"stride_max" check:"pos"`
 }
 
+// HBMBytesPerChip returns one chip's HBM capacity in bytes.
+func (h *Hardware) HBMBytesPerChip() int64 {
+	return int64(float64(h.Chip.HBM.Stacks) * h.Chip.HBM.StackGiB * (1 << 30))
+}
+
 // SBUFBytesPerPartition returns the SBUF bytes in one partition.
 func (h *Hardware) SBUFBytesPerPartition() int64 { return int64(h.Core.SBUF.PartitionKiB) * 1024 }
 
@@ -242,6 +247,7 @@ func (h *Hardware) Limits() *isa.Limits {
 		DMAQueues:           c.DMA.QueuesPerEngine,
 		HardwareDGE:         c.DMA.HardwareDGEBlocks > 0,
 		DMAIndirectHWDGE:    c.DMA.IndirectHardwareDGE,
+		HBMBytes:            h.HBMBytesPerChip(),
 	}
 }
 

@@ -42,6 +42,8 @@ type Limits struct {
 	DMAQueues        int
 	HardwareDGE      bool
 	DMAIndirectHWDGE bool
+	// HBMBytes is one chip's HBM capacity (0: unchecked).
+	HBMBytes int64
 }
 
 // PSUMBankBytes returns the bytes of one PSUM bank in one partition.
@@ -78,6 +80,9 @@ func (l *Limits) CheckBuffer(b *Buffer) error {
 	if !b.Mem.OnChip() {
 		if b.Offset < 0 {
 			return fmt.Errorf("buffer %s: negative address", b.Name)
+		}
+		if l.HBMBytes > 0 && b.Offset+b.TotalBytes() > l.HBMBytes {
+			return fmt.Errorf("buffer %s: bytes %d:%d do not fit the chip's %d bytes of HBM", b.Name, b.Offset, b.Offset+b.TotalBytes(), l.HBMBytes)
 		}
 		return nil
 	}

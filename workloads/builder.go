@@ -29,6 +29,14 @@ func newProgBuilder(target string, sbufBytesPerPartition int64) *progBuilder {
 	return &progBuilder{prog: &isa.Program{Version: isa.AssemblyVersion, Target: target}, sbufCap: sbufBytesPerPartition}
 }
 
+// fitsHBM reports an error when the tensors declared so far exceed capBytes.
+func (b *progBuilder) fitsHBM(capBytes int64) error {
+	if capBytes > 0 && b.hbmNext > capBytes {
+		return fmt.Errorf("its tensors need %.1f GiB of HBM; the chip has %.1f GiB", float64(b.hbmNext)/(1<<30), float64(capBytes)/(1<<30))
+	}
+	return nil
+}
+
 // hbm declares an HBM tensor.
 func (b *progBuilder) hbm(name string, dt isa.DType, shape ...int64) int32 {
 	buf := &isa.Buffer{Name: name, Mem: isa.MemHBM, DType: dt, Shape: shape, Chip: b.chip, Core: -1, Offset: b.hbmNext}

@@ -67,6 +67,9 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		y = b.hbm("Y", dt, e.Rows, e.Cols)
 	}
 	out := b.hbm("OUT", dt, e.Rows, e.Cols)
+	if err := b.fitsHBM(h.HBMBytesPerChip()); err != nil {
+		return nil, nil, cfg.FieldError("workload.elementwise.rows", "the tensors do not fit one chip: %v", err)
+	}
 	var inBuf [][]int32
 	var outBuf []int32
 	for i := int64(0); i < nbuf; i++ {

@@ -404,6 +404,9 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 	bHBM := b.hbm("B", p.in, p.K, p.N)
 	cHBM := b.hbm("C", p.out, p.M, p.N)
+	if err := b.fitsHBM(h.HBMBytesPerChip()); err != nil {
+		return nil, nil, cfg.FieldError("workload.gemm.m", "the GEMM does not fit one chip: %v", err)
+	}
 	KT := p.BK / 128
 	MT := p.BM / 128
 	var aBuf, bBuf, resBuf []int32

@@ -203,7 +203,10 @@ func (s *Sequencer) step(now clock.Time) {
 
 func (s *Sequencer) startWait(now clock.Time, cause StallCause, sem isa.SemRef) {
 	if s.waitStart < 0 {
-		s.waitStart = clock.Max(now, s.freeAt)
+		// The wait starts when the engine is idle: for TensorE, whose
+		// sequencer moves on while a multiply still runs, that is the end of
+		// its last issue interval.
+		s.waitStart = clock.Max(now, clock.Max(s.freeAt, s.busyEnd))
 	}
 	s.waitCause = cause
 	s.waitSem = sem

@@ -42,6 +42,7 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 			// The shadow frees when the previous weights are taken into use.
 			start, why = ts.firstUse, StallDependency
 		}
+		start = s.clk.Edge(start)
 		ts.lsFree = start + interval
 		ts.statReady = ts.lsFree
 		ts.statCols = in.Ins[0].AP.FreeSize()
@@ -55,6 +56,7 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 		if in.Op == isa.OpMultiplyMoving && ts.statReady > start {
 			start, why = ts.statReady, StallDependency
 		}
+		start = s.clk.Edge(start)
 		throttled := ts.power.throttle(start, interval)
 		powerExtra = throttled - interval
 		interval = throttled

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -162,6 +163,46 @@ func TestValidateFastJSON(t *testing.T) {
 	for _, r := range rows {
 		for _, k := range []string{"id", "predicted", "measured", "unit", "error_pct"} {
 			assert.Contains(t, r, k)
+		}
+	}
+}
+
+func TestTraceSlicesNestOnEngineTracks(t *testing.T) {
+	// Slices on one engine's track may nest (a background LoadStationary
+	// inside a multiply) but never partly overlap, or Perfetto draws them
+	// wrongly.
+	dir := t.TempDir()
+	p := filepath.Join(dir, "t.json")
+	code, _, errOut := trnsim(t, "run", "-q", "--trace", p, "--set", "workload.gemm.m=512", "--set", "workload.gemm.k=1024", "--set", "workload.gemm.n=1024")
+	require.Equal(t, 0, code, errOut)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var tr struct {
+		TraceEvents []struct {
+			Ph  string  `json:"ph"`
+			Pid int     `json:"pid"`
+			Tid int     `json:"tid"`
+			Ts  float64 `json:"ts"`
+			Dur float64 `json:"dur"`
+		} `json:"traceEvents"`
+	}
+	require.NoError(t, json.Unmarshal(data, &tr))
+	type span struct{ s, e float64 }
+	tracks := map[[2]int][]span{}
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" && e.Tid < 100 {
+			k := [2]int{e.Pid, e.Tid}
+			tracks[k] = append(tracks[k], span{e.Ts, e.Ts + e.Dur})
+		}
+	}
+	require.NotEmpty(t, tracks)
+	for k, spans := range tracks {
+		sort.Slice(spans, func(i, j int) bool { return spans[i].s < spans[j].s })
+		for i := 1; i < len(spans); i++ {
+			a, b := spans[i-1], spans[i]
+			if b.s < a.e-1e-6 {
+				assert.LessOrEqual(t, b.e, a.e+1e-6, "track %v: [%g, %g) partly overlaps [%g, %g)", k, b.s, b.e, a.s, a.e)
+			}
 		}
 	}
 }

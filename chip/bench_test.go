@@ -80,14 +80,28 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 	for id := range sigs {
 		sigs[id] = []isa.SemSignal{{Sem: isa.SemRef{ID: int32(id)}, Add: 1}}
 	}
-	// step holds one step's instructions and waits.
+	// step hands out one step's instructions and waits from per-stream
+	// slabs of 1024, as a lowering does, so the benchmark measures the
+	// simulator rather than the allocator.
 	type step struct {
 		insts []isa.Instruction
 		waits []isa.SemWait
 		out   []*isa.Instruction
 	}
-	newStep := func(n int) *step {
-		return &step{insts: make([]isa.Instruction, 0, n), waits: make([]isa.SemWait, 0, 2*n), out: make([]*isa.Instruction, 0, n)}
+	const slabLen = 1024
+	newStep := func(st *step) *step {
+		if st == nil {
+			st = &step{}
+		}
+		if cap(st.insts)-len(st.insts) < 8 {
+			st.insts = make([]isa.Instruction, 0, slabLen)
+		}
+		if cap(st.waits)-len(st.waits) < 16 {
+			st.waits = make([]isa.SemWait, 0, 2*slabLen)
+		}
+		// The stream consumes out before asking for the next step.
+		st.out = st.out[:0]
+		return st
 	}
 	emit := func(st *step, in isa.Instruction, waits ...[2]int64) {
 		w0 := len(st.waits)
@@ -102,16 +116,18 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 		st.insts = append(st.insts, in)
 		st.out = append(st.out, &st.insts[len(st.insts)-1])
 	}
-	stream := func(e isa.Engine, gen func(i int) []*isa.Instruction) isa.StreamSource {
+	stream := func(e isa.Engine, gen func(st *step, i int) []*isa.Instruction) isa.StreamSource {
 		return isa.StreamSource{Key: isa.StreamKey{Engine: e}, Count: -1, Open: func() isa.Stream {
 			i := 0
 			var buf []*isa.Instruction
+			var st *step
 			return isa.FuncStream(func() (*isa.Instruction, error) {
 				for len(buf) == 0 {
 					if i >= iters {
 						return nil, nil
 					}
-					buf = gen(i)
+					st = newStep(st)
+					buf = gen(st, i)
 					i++
 				}
 				in := buf[0]
@@ -122,16 +138,16 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 	}
 	n := int64(16) // DMA engines: a transfer raises its semaphore by 16
 	prog.Streams = []isa.StreamSource{
-		stream(isa.EngineSync, func(i int) []*isa.Instruction {
-			s, st := i%2, newStep(2)
+		stream(isa.EngineSync, func(st *step, i int) []*isa.Instruction {
+			s := i%2
 			emit(st, isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: wholeIn[s], Ins: opHin,
 				Attrs: isa.Attrs{Queue: 0, DGE: isa.DGEHardware}, Signal: sigs[sLoad], OpID: 1}, [2]int64{sMM, 4 * int64(i-1)})
 			emit(st, isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: opHout, Ins: wholeOut[s],
 				Attrs: isa.Attrs{Queue: 1, DGE: isa.DGEHardware}, Signal: sigs[sStore], OpID: 5}, [2]int64{sAct, 4 * int64(i+1)})
 			return st.out
 		}),
-		stream(isa.EngineTensor, func(i int) []*isa.Instruction {
-			s, st := i%2, newStep(5)
+		stream(isa.EngineTensor, func(st *step, i int) []*isa.Instruction {
+			s := i%2
 			if i == 0 {
 				emit(st, isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: opW, OpID: 2})
 			}
@@ -146,8 +162,8 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 			}
 			return st.out
 		}),
-		stream(isa.EngineVector, func(i int) []*isa.Instruction {
-			s, st := i%2, newStep(4)
+		stream(isa.EngineVector, func(st *step, i int) []*isa.Instruction {
+			s := i%2
 			for j := 0; j < 4; j++ {
 				in := isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: opMid[s][j],
 					Ins: opAcc[s][j], Signal: sigs[sVec], OpID: 3}
@@ -159,8 +175,8 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 			}
 			return st.out
 		}),
-		stream(isa.EngineScalar, func(i int) []*isa.Instruction {
-			s, st := i%2, newStep(4)
+		stream(isa.EngineScalar, func(st *step, i int) []*isa.Instruction {
+			s := i%2
 			for j := 0; j < 4; j++ {
 				in := isa.Instruction{Op: isa.OpActivation, Engine: isa.EngineScalar, Outs: opOut[s][j],
 					Ins: opMid[s][j], Attrs: isa.Attrs{Func: isa.ActGelu, Scale: 1}, Signal: sigs[sAct], OpID: 4}
@@ -172,8 +188,7 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 			}
 			return st.out
 		}),
-		stream(isa.EngineGpSimd, func(i int) []*isa.Instruction {
-			st := newStep(1)
+		stream(isa.EngineGpSimd, func(st *step, i int) []*isa.Instruction {
 			emit(st, isa.Instruction{Op: isa.OpIota, Engine: isa.EngineGpSimd, Outs: opG,
 				Attrs: isa.Attrs{Step: 1}, Signal: sigs[sG], OpID: 6}, [2]int64{sAct, 4 * int64(i+1)})
 			return st.out

@@ -41,6 +41,8 @@ type Sequencer struct {
 	vc     memory.VClock
 
 	cur      *isa.Instruction
+	curDec   *isa.Decoded // cur's decoding, valid until the next fetch
+	decode   *isa.DecodeCache
 	curIndex int64 // index of cur in the stream
 	curFresh bool  // cur not yet validated
 	// freeAt is when the engine can start its next instruction.
@@ -65,7 +67,6 @@ type Sequencer struct {
 
 	tensor tensorState
 	Stats  Stats
-	env    isa.CostEnv
 }
 
 type inflightWrite struct {
@@ -100,6 +101,7 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		waitStart:     -1,
 		pendingT:      clock.Never,
 		curIndex:      -1,
+		decode:        isa.NewDecodeCache(c.Cfg.Limits, c.Cfg.Cost),
 	}
 	s.Stats.FirstStart = clock.Never
 	s.tensor.power.init(c.Cfg.Power)
@@ -172,10 +174,12 @@ func (s *Sequencer) step(now clock.Time) {
 			}
 			s.cur = in
 			s.curIndex++
-			if err := s.core.Cfg.Limits.Check(in); err != nil {
+			dec, err := s.decode.Decode(in)
+			if err != nil {
 				s.core.Sim.Fail(fmt.Errorf("%s: %w", s.core.Sim.Describe(in), err))
 				return
 			}
+			s.curDec = dec
 			if in.Engine != s.eng || in.Chip != s.core.Cfg.Chip || in.Core != s.core.Cfg.Core {
 				s.core.Sim.Fail(fmt.Errorf("%s: instruction for chip %d core %d %s found in the stream of chip %d core %d %s",
 					s.core.Sim.Describe(in), in.Chip, in.Core, in.Engine, s.core.Cfg.Chip, s.core.Cfg.Core, s.eng))
@@ -291,7 +295,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	if s.eng == isa.EngineTensor {
 		ns = s.tensor.statCols
 	}
-	cost := c.Cfg.Cost.CostOf(in, ns, &s.env)
+	cost := s.curDec.Cost(ns)
 	interval := s.clk.Cycles(cost.IntervalCycles)
 	latency := s.clk.Cycles(cost.LatencyCycles)
 	if in.Op.IsDMA() && in.Attrs.DGE == isa.DGESoftware {

@@ -248,15 +248,6 @@ func validTag(t string) bool {
 
 // Flags computes the condition flags of an instruction.
 func (m *CostModel) Flags(in *Instruction) uint32 {
-	if in.flagsBy == m {
-		return in.flags
-	}
-	f := m.flags(in)
-	in.flags, in.flagsBy = f, m
-	return f
-}
-
-func (m *CostModel) flags(in *Instruction) uint32 {
 	var f uint32
 	main := in.MainInput()
 	if main != nil {
@@ -386,7 +377,11 @@ type Cost struct {
 // Cost evaluates the instruction's interval and latency. env must have been
 // filled with FillEnv (and NS for TensorE).
 func (m *CostModel) Cost(in *Instruction, flags uint32, env *CostEnv) Cost {
-	vs := m.rules[in.Engine][in.Op]
+	return m.cost(in.Op, in.Engine, flags, env)
+}
+
+func (m *CostModel) cost(op Opcode, eng Engine, flags uint32, env *CostEnv) Cost {
+	vs := m.rules[eng][op]
 	for i := range vs {
 		cv := &vs[i]
 		if flags&cv.require != cv.require || flags&cv.forbid != 0 {
@@ -394,7 +389,7 @@ func (m *CostModel) Cost(in *Instruction, flags uint32, env *CostEnv) Cost {
 		}
 		interval := cv.interval.Eval(env)
 		pen := false
-		if flags&FlagLargeStride != 0 && m.stridePenalty > 1 && !in.Op.IsDMA() {
+		if flags&FlagLargeStride != 0 && m.stridePenalty > 1 && !op.IsDMA() {
 			interval *= m.stridePenalty
 			pen = true
 		}
@@ -428,15 +423,10 @@ func (m *CostModel) Lookup(e Engine, op Opcode) []CostVariant {
 }
 
 // CostOf costs an instruction whose stationary free size (TensorE's NS) is
-// ns: FillEnv, Flags and Cost in one call, remembered in the instruction for
-// the next time it is issued with the same ns.
+// ns: FillEnv, Flags and Cost in one call. The simulator goes through a
+// DecodeCache instead, which remembers all three.
 func (m *CostModel) CostOf(in *Instruction, ns int64, env *CostEnv) Cost {
-	if in.costBy == m && in.costNS == ns {
-		return in.cost
-	}
 	FillEnv(in, env)
 	env[VarNS] = float64(ns)
-	c := m.Cost(in, m.Flags(in), env)
-	in.cost, in.costBy, in.costNS = c, m, ns
-	return c
+	return m.Cost(in, m.Flags(in), env)
 }

@@ -78,15 +78,6 @@ type Instruction struct {
 	OpID int32
 	// Line is the assembly line it was read from (0 when generated).
 	Line int32
-
-	// Memos of work that depends only on the instruction and the model that
-	// did it: a lowering may hand the same instruction out many times.
-	checkedBy *Limits
-	flagsBy   *CostModel
-	flags     uint32
-	costBy    *CostModel
-	costNS    int64
-	cost      Cost
 }
 
 // Operands returns every operand with its role, outputs first.

@@ -104,37 +104,17 @@ func (l *Limits) CheckBuffer(b *Buffer) error {
 }
 
 // Check validates one instruction against the limits. It returns a
-// *LimitError naming the broken rule. The result is remembered in the
-// instruction (a lowering may hand out the same instruction many times), so
-// an instruction must not change once checked.
+// *LimitError naming the broken rule. The simulator checks through a
+// DecodeCache, which skips the body of an instruction it has seen.
 func (l *Limits) Check(in *Instruction) error {
-	if in.checkedBy == l {
-		return nil
-	}
-	if err := l.check(in); err != nil {
+	if err := l.checkBody(in); err != nil {
 		return err
 	}
-	in.checkedBy = l
-	return nil
+	return l.checkSems(in)
 }
 
-func (l *Limits) check(in *Instruction) error {
-	info := in.Op.Info()
-	if !in.Op.RunsOn(in.Engine) {
-		return l.fail(in, "%s cannot run on %s (it runs on %s)", info.Name, in.Engine, engineList(in.Op))
-	}
-	if int(in.Chip) < 0 || int(in.Chip) >= l.Chips || int(in.Core) < 0 || int(in.Core) >= l.CoresPerChip {
-		return l.fail(in, "chip %d core %d does not exist (config: %d chips x %d cores)", in.Chip, in.Core, l.Chips, l.CoresPerChip)
-	}
-	if len(in.Outs) != info.NumOut {
-		return l.fail(in, "%s takes %d output operand(s), got %d", info.Name, info.NumOut, len(in.Outs))
-	}
-	if len(in.Ins) < info.MinIn || len(in.Ins) > info.NumIn {
-		if info.MinIn == info.NumIn {
-			return l.fail(in, "%s takes %d input operand(s), got %d", info.Name, info.NumIn, len(in.Ins))
-		}
-		return l.fail(in, "%s takes %d to %d input operands, got %d", info.Name, info.MinIn, info.NumIn, len(in.Ins))
-	}
+// checkSems checks the instruction's waits and signals.
+func (l *Limits) checkSems(in *Instruction) error {
 	for _, w := range in.Waits {
 		if err := l.checkSem(in, w.Sem); err != nil {
 			return err
@@ -150,6 +130,28 @@ func (l *Limits) check(in *Instruction) error {
 		if s.Add <= 0 {
 			return l.fail(in, "signal increment %d must be positive", s.Add)
 		}
+	}
+	return nil
+}
+
+// checkBody checks everything but the waits and signals: what depends only
+// on the instruction's body (see DecodeCache).
+func (l *Limits) checkBody(in *Instruction) error {
+	info := in.Op.Info()
+	if !in.Op.RunsOn(in.Engine) {
+		return l.fail(in, "%s cannot run on %s (it runs on %s)", info.Name, in.Engine, engineList(in.Op))
+	}
+	if int(in.Chip) < 0 || int(in.Chip) >= l.Chips || int(in.Core) < 0 || int(in.Core) >= l.CoresPerChip {
+		return l.fail(in, "chip %d core %d does not exist (config: %d chips x %d cores)", in.Chip, in.Core, l.Chips, l.CoresPerChip)
+	}
+	if len(in.Outs) != info.NumOut {
+		return l.fail(in, "%s takes %d output operand(s), got %d", info.Name, info.NumOut, len(in.Outs))
+	}
+	if len(in.Ins) < info.MinIn || len(in.Ins) > info.NumIn {
+		if info.MinIn == info.NumIn {
+			return l.fail(in, "%s takes %d input operand(s), got %d", info.Name, info.NumIn, len(in.Ins))
+		}
+		return l.fail(in, "%s takes %d to %d input operands, got %d", info.Name, info.MinIn, info.NumIn, len(in.Ins))
 	}
 	if in.Op.IsDMA() {
 		return l.checkDMA(in)

@@ -13,6 +13,12 @@ const AssemblyVersion = 1
 // at the end, or an error when the generator cannot continue (for example a
 // lowering that ran out of SBUF). Streams are produced lazily so that large
 // workloads are never held in memory whole.
+//
+// An instruction handed out must not change afterwards, operands included:
+// the simulator holds it while it is in flight, and recognises a repeated
+// body by the identity of its operand slices (see DecodeCache). A stream
+// may hand out the same instruction, or share operand slices between
+// instructions, as often as it likes.
 type Stream interface {
 	Next() (*Instruction, error)
 }

@@ -139,7 +139,7 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 	n := int64(16) // DMA engines: a transfer raises its semaphore by 16
 	prog.Streams = []isa.StreamSource{
 		stream(isa.EngineSync, func(st *step, i int) []*isa.Instruction {
-			s := i%2
+			s := i % 2
 			emit(st, isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: wholeIn[s], Ins: opHin,
 				Attrs: isa.Attrs{Queue: 0, DGE: isa.DGEHardware}, Signal: sigs[sLoad], OpID: 1}, [2]int64{sMM, 4 * int64(i-1)})
 			emit(st, isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: opHout, Ins: wholeOut[s],
@@ -147,7 +147,7 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 			return st.out
 		}),
 		stream(isa.EngineTensor, func(st *step, i int) []*isa.Instruction {
-			s := i%2
+			s := i % 2
 			if i == 0 {
 				emit(st, isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: opW, OpID: 2})
 			}
@@ -163,7 +163,7 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 			return st.out
 		}),
 		stream(isa.EngineVector, func(st *step, i int) []*isa.Instruction {
-			s := i%2
+			s := i % 2
 			for j := 0; j < 4; j++ {
 				in := isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: opMid[s][j],
 					Ins: opAcc[s][j], Signal: sigs[sVec], OpID: 3}
@@ -176,7 +176,7 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 			return st.out
 		}),
 		stream(isa.EngineScalar, func(st *step, i int) []*isa.Instruction {
-			s := i%2
+			s := i % 2
 			for j := 0; j < 4; j++ {
 				in := isa.Instruction{Op: isa.OpActivation, Engine: isa.EngineScalar, Outs: opOut[s][j],
 					Ins: opMid[s][j], Attrs: isa.Attrs{Func: isa.ActGelu, Scale: 1}, Signal: sigs[sAct], OpID: 4}

@@ -113,6 +113,10 @@ type Subsystem struct {
 	fsPerByte   float64
 	gen         uint64
 	pending     clock.Time // time of the scheduled event, or Never
+	// spare events and transfers for reuse (see Sequencer.spare).
+	spare     []*wakeEvent
+	handled   *wakeEvent
+	freeXfers []*transfer
 	touched     []*transfer
 	queueNames  []string
 	scratch     []*share
@@ -161,6 +165,22 @@ type transfer struct {
 	// unposted semaphore updates (shares finished at unpostedAt).
 	unposted   int64
 	unpostedAt clock.Time
+	// shares holds the transfer's shares: one in lockstep, else one per
+	// engine. The transfer, its shares and its clock are reused once every
+	// share has finished and its updates are posted (free marks it).
+	shares []share
+	free   bool
+}
+
+// newTransfer returns a transfer from the free list, or a new one.
+func (d *Subsystem) newTransfer() *transfer {
+	if n := len(d.freeXfers); n > 0 {
+		t := d.freeXfers[n-1]
+		d.freeXfers = d.freeXfers[:n-1]
+		t.free = false
+		return t
+	}
+	return &transfer{vc: make(memory.VClock, d.cfg.Agents), shares: make([]share, 0, len(d.engines))}
 }
 
 type share struct {
@@ -316,7 +336,10 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 		d.dgeFree[b] = s + d.cfg.HWDGETime
 		ready = clock.Max(ready, d.dgeFree[b])
 	}
-	t := &transfer{in: in, queue: q, ready: ready, sharesLeft: d.cfg.Engines, vc: append(memory.VClock(nil), qvc...)}
+	t := d.newTransfer()
+	t.in, t.queue, t.ready, t.sharesLeft = in, q, ready, d.cfg.Engines
+	t.unposted, t.unpostedAt = 0, 0
+	copy(t.vc, qvc)
 	d.outstanding[q]++
 	d.Stats.Transfers++
 	d.Stats.QueueTransfers[q]++
@@ -343,7 +366,8 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 		(p.onChip == nil && p.rows%n == 0)
 	if d.lockstep && symmetric {
 		// Engine 0 carries every engine's share.
-		sh := &share{}
+		t.shares = t.shares[:1]
+		sh := &t.shares[0]
 		shareOf(0, sh)
 		sh.mult = len(d.engines)
 		d.enqueue(d.engines[0], q, sh)
@@ -351,7 +375,8 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 		if d.lockstep {
 			d.split()
 		}
-		slab := make([]share, len(d.engines))
+		t.shares = t.shares[:len(d.engines)]
+		slab := t.shares
 		for e, eng := range d.engines {
 			shareOf(e, &slab[e])
 			d.enqueue(eng, q, &slab[e])
@@ -473,6 +498,12 @@ func (d *Subsystem) flush() {
 		if t.unposted > 0 {
 			d.post(t)
 		}
+		if t.sharesLeft == 0 && !t.free {
+			// Every share has finished and posted: nothing refers to the
+			// transfer any more (a transfer may be listed twice).
+			t.free, t.in = true, nil
+			d.freeXfers = append(d.freeXfers, t)
+		}
 		d.touched[i] = nil
 	}
 	d.touched = d.touched[:0]
@@ -515,7 +546,14 @@ func (e *wakeEvent) IsSecondary() bool    { return false }
 // Handle brings the engines up to date at the event's time.
 func (d *Subsystem) Handle(ev sim.Event) error {
 	we, ok := ev.(*wakeEvent)
-	if !ok || we.gen != d.gen {
+	if !ok {
+		return nil
+	}
+	if d.handled != nil {
+		d.spare = append(d.spare, d.handled)
+	}
+	d.handled = we
+	if we.gen != d.gen {
 		return nil
 	}
 	if d.env.Event != nil {
@@ -559,7 +597,15 @@ func (d *Subsystem) update(now clock.Time) {
 	if next != clock.Never && next != d.pending {
 		d.gen++
 		d.pending = next
-		d.env.Engine.Schedule(&wakeEvent{at: next, vt: next.VTime(), sub: d, gen: d.gen})
+		var ev *wakeEvent
+		if n := len(d.spare); n > 0 {
+			ev = d.spare[n-1]
+			d.spare = d.spare[:n-1]
+		} else {
+			ev = &wakeEvent{sub: d}
+		}
+		ev.at, ev.vt, ev.gen = next, next.VTime(), d.gen
+		d.env.Engine.Schedule(ev)
 	}
 }
 

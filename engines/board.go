@@ -16,8 +16,12 @@ type SemBoard struct {
 }
 
 type semaphore struct {
-	value   int64 // increments already in effect
+	value int64 // increments already in effect
+	// pending holds the posted increments not yet in effect, sorted by
+	// time, from index head on (the prefix is spent space, reclaimed when
+	// the list empties or must grow).
 	pending []pending
+	head    int
 	vc      memory.VClock
 	waiters []*waiter
 	// posts counts increments, for reports.
@@ -54,16 +58,20 @@ func NewSemBoard(chip, core int32, n, agents int) *SemBoard {
 
 // fold moves increments that took effect by now into the value.
 func (s *semaphore) fold(now clock.Time) {
-	n := 0
+	n := s.head
 	for n < len(s.pending) && s.pending[n].at <= now {
 		s.value += s.pending[n].add
 		n++
 	}
-	if n > 0 {
-		// Drop the prefix without copying; append reuses or regrows.
-		s.pending = s.pending[n:]
+	if n == len(s.pending) {
+		s.pending, s.head = s.pending[:0], 0
+	} else {
+		s.head = n
 	}
 }
+
+// live returns the increments not yet in effect.
+func (s *semaphore) live() []pending { return s.pending[s.head:] }
 
 // ValueAt returns semaphore id's value at time t, counting every increment
 // posted so far that takes effect by t.
@@ -71,7 +79,7 @@ func (b *SemBoard) ValueAt(id int32, t, now clock.Time) int64 {
 	s := &b.sems[id]
 	s.fold(now)
 	v := s.value
-	for _, p := range s.pending {
+	for _, p := range s.live() {
 		if p.at > t {
 			break
 		}
@@ -85,7 +93,7 @@ func (b *SemBoard) ValueAt(id int32, t, now clock.Time) int64 {
 func (b *SemBoard) Final(id int32) int64 {
 	s := &b.sems[id]
 	v := s.value
-	for _, p := range s.pending {
+	for _, p := range s.live() {
 		v += p.add
 	}
 	return v
@@ -100,7 +108,7 @@ func (b *SemBoard) ReachTime(id int32, target int64, now clock.Time) clock.Time 
 		return now
 	}
 	v := s.value
-	for _, p := range s.pending {
+	for _, p := range s.live() {
 		v += p.add
 		if v >= target {
 			return p.at
@@ -120,9 +128,14 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 	if vc != nil {
 		s.vc.Join(vc)
 	}
+	if s.head > 0 && len(s.pending) == cap(s.pending) {
+		// Reclaim the spent prefix rather than grow.
+		n := copy(s.pending, s.pending[s.head:])
+		s.pending, s.head = s.pending[:n], 0
+	}
 	// Insert sorted by time (stable for equal times).
 	i := len(s.pending)
-	for i > 0 && s.pending[i-1].at > at {
+	for i > s.head && s.pending[i-1].at > at {
 		i--
 	}
 	s.pending = append(s.pending, pending{})

@@ -62,7 +62,7 @@ func TestSemBoardEqualTimesAreStable(t *testing.T) {
 	b.Post(0, 100, 1, nil, 0)
 	b.Post(0, 100, 2, nil, 0)
 	b.Post(0, 100, 4, nil, 0)
-	assert.Equal(t, []pending{{100, 1}, {100, 2}, {100, 4}}, b.sems[0].pending)
+	assert.Equal(t, []pending{{100, 1}, {100, 2}, {100, 4}}, b.sems[0].live())
 	assert.Equal(t, clock.Time(100), b.ReachTime(0, 7, 0))
 	assert.Equal(t, clock.Never, b.ReachTime(0, 8, 0))
 }

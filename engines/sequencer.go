@@ -59,6 +59,10 @@ type Sequencer struct {
 
 	gen      uint64
 	pendingT clock.Time // time of the scheduled issue event, or Never
+	// spare events for reuse: an event goes back once the one handled
+	// after it runs (Akita's after-event hooks still see the old one).
+	spare   []*issueEvent
+	handled *issueEvent
 	done     bool
 	busyEnd  clock.Time
 
@@ -138,13 +142,28 @@ func (s *Sequencer) wakeAt(t clock.Time) {
 	}
 	s.gen++
 	s.pendingT = t
-	s.core.Sim.Engine.Schedule(&issueEvent{at: t, vt: t.VTime(), seq: s, gen: s.gen})
+	var ev *issueEvent
+	if n := len(s.spare); n > 0 {
+		ev = s.spare[n-1]
+		s.spare = s.spare[:n-1]
+	} else {
+		ev = &issueEvent{seq: s}
+	}
+	ev.at, ev.vt, ev.gen = t, t.VTime(), s.gen
+	s.core.Sim.Engine.Schedule(ev)
 }
 
 // Handle runs an issue attempt.
 func (s *Sequencer) Handle(e sim.Event) error {
 	ev, ok := e.(*issueEvent)
-	if !ok || ev.gen != s.gen {
+	if !ok {
+		return nil
+	}
+	if s.handled != nil {
+		s.spare = append(s.spare, s.handled)
+	}
+	s.handled = ev
+	if ev.gen != s.gen {
 		return nil
 	}
 	simState := s.core.Sim

@@ -114,12 +114,12 @@ type Subsystem struct {
 	gen         uint64
 	pending     clock.Time // time of the scheduled event, or Never
 	// spare events and transfers for reuse (see Sequencer.spare).
-	spare     []*wakeEvent
-	handled   *wakeEvent
-	freeXfers []*transfer
-	touched     []*transfer
-	queueNames  []string
-	scratch     []*share
+	spare      []*wakeEvent
+	handled    *wakeEvent
+	freeXfers  []*transfer
+	touched    []*transfer
+	queueNames []string
+	scratch    []*share
 	// lockstep is true while every engine has the same queues and shares
 	// (every transfer so far spread evenly over all engines): then engine 0
 	// alone is simulated and stands for all of them, and mirror collects

@@ -63,8 +63,8 @@ type Sequencer struct {
 	// after it runs (Akita's after-event hooks still see the old one).
 	spare   []*issueEvent
 	handled *issueEvent
-	done     bool
-	busyEnd  clock.Time
+	done    bool
+	busyEnd clock.Time
 
 	inflight [4]inflightWrite
 	inflN    int

@@ -143,11 +143,11 @@ func (a *activity) Wait(chip, core int32, eng isa.Engine, in *isa.Instruction, s
 	}
 }
 
-func (a *activity) DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+func (a *activity) DMA(chip, core int32, engine, engines int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
 	if end > start {
 		a.extend(dmaRun, &a.dma, start, end)
 	}
 	if a.next != nil {
-		a.next.DMA(chip, core, engine, queue, in, bytes, start, end)
+		a.next.DMA(chip, core, engine, engines, queue, in, bytes, start, end)
 	}
 }

@@ -47,8 +47,10 @@ func (r *recTracer) Wait(chip, core int32, eng isa.Engine, in *isa.Instruction, 
 	r.waits++
 }
 
-func (r *recTracer) DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
-	r.dmas = append(r.dmas, recDMA{engine, queue, in.Line, bytes, start, end})
+func (r *recTracer) DMA(chip, core int32, engine, engines int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+	for e := engine; e < engine+engines; e++ {
+		r.dmas = append(r.dmas, recDMA{e, queue, in.Line, bytes, start, end})
+	}
 }
 
 // line returns the record of the instruction on an assembly line.

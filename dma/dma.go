@@ -54,9 +54,10 @@ type Config struct {
 	AgentBase, Agents int
 }
 
-// Tracer receives every engine share as it is scheduled.
+// Tracer receives every engine share as it is scheduled: engines identical
+// shares, one on each engine from engine on, of bytes each.
 type Tracer interface {
-	DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time)
+	DMA(chip, core int32, engine, engines int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time)
 }
 
 // Env is what the DMA engines need from the rest of the simulation.
@@ -316,9 +317,10 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 	q := in.Attrs.Queue
 	agent := d.cfg.AgentBase + int(q)
 	qvc := d.queueVC[q]
-	qvc.Join(vc)
-	qvc[agent]++
 	if d.env.Race != nil {
+		// Happens-before is tracked only for the race detector.
+		qvc.Join(vc)
+		qvc[agent]++
 		if err := d.env.Race.CheckInstruction(in, agent, d.queueNames[q], qvc, d.env.Describe); err != nil {
 			return err
 		}
@@ -339,7 +341,9 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 	t := d.newTransfer()
 	t.in, t.queue, t.ready, t.sharesLeft = in, q, ready, d.cfg.Engines
 	t.unposted, t.unpostedAt = 0, 0
-	copy(t.vc, qvc)
+	if d.env.Race != nil {
+		copy(t.vc, qvc)
+	}
 	d.outstanding[q]++
 	d.Stats.Transfers++
 	d.Stats.QueueTransfers[q]++
@@ -484,7 +488,11 @@ func (d *Subsystem) finish(sh *share, end clock.Time) {
 // post writes a transfer's pending semaphore updates.
 func (d *Subsystem) post(t *transfer) {
 	for _, sg := range t.in.Signal {
-		if err := d.env.Post(sg.Sem, t.unpostedAt, sg.Add*t.unposted, t.vc); err != nil {
+		var vc memory.VClock
+		if d.env.Race != nil {
+			vc = t.vc
+		}
+		if err := d.env.Post(sg.Sem, t.unpostedAt, sg.Add*t.unposted, vc); err != nil {
 			d.env.Fail(err)
 			break
 		}
@@ -744,9 +752,7 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	if sh.hbmBytes > 0 && d.env.HBM != nil {
 		// A share cannot outrun its part of the HBM stack.
 		var slow float64
-		for i := 0; i < sh.mult; i++ {
-			sh.stack, slow = d.env.HBM.Begin(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, d.engineID(e.index+i), d.cfg.EngineGBps)
-		}
+		sh.stack, slow = d.env.HBM.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, d.engineID(e.index), sh.mult, d.cfg.EngineGBps)
 		work = work*slow + float64(d.env.HBM.Latency())
 	}
 	sh.start = now
@@ -780,9 +786,7 @@ func (d *Subsystem) statsOf(e *Engine, sh *share) []*EngineStats {
 func (e *Engine) retire(sh *share, now clock.Time) {
 	d := e.sub
 	if sh.stack >= 0 {
-		for i := 0; i < sh.mult; i++ {
-			d.env.HBM.End(sh.stack, d.engineID(e.index+i))
-		}
+		d.env.HBM.EndEngines(sh.stack, d.engineID(e.index), sh.mult)
 	}
 	for _, st := range d.statsOf(e, sh) {
 		if now > st.LastByte {
@@ -793,9 +797,7 @@ func (e *Engine) retire(sh *share, now clock.Time) {
 		}
 	}
 	if d.env.Tracer != nil {
-		for i := 0; i < sh.mult; i++ {
-			d.env.Tracer.DMA(d.cfg.Chip, d.cfg.Core, e.index+i, sh.t.queue, sh.t.in, sh.bytes, sh.start, now)
-		}
+		d.env.Tracer.DMA(d.cfg.Chip, d.cfg.Core, e.index, sh.mult, sh.t.queue, sh.t.in, sh.bytes, sh.start, now)
 	}
 	d.finish(sh, now)
 }

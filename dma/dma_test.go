@@ -69,8 +69,10 @@ type harness struct {
 	events int
 }
 
-func (h *harness) DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
-	h.shares = append(h.shares, shareRec{engine, queue, in, bytes, start, end})
+func (h *harness) DMA(chip, core int32, engine, engines int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+	for e := engine; e < engine+engines; e++ {
+		h.shares = append(h.shares, shareRec{e, queue, in, bytes, start, end})
+	}
 }
 
 func newHarness(t *testing.T, cfg dma.Config, hbm *memory.HBM) *harness {

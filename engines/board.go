@@ -121,7 +121,7 @@ func (b *SemBoard) ReachTime(id int32, target int64, now clock.Time) clock.Time 
 func (b *SemBoard) VC(id int32) memory.VClock { return b.sems[id].vc }
 
 // Post adds add to semaphore id, effective at time at, from an agent whose
-// clock is vc. Waiters that the increment satisfies are woken at that time.
+// clock is vc (nil when no race detector runs). Waiters that the increment satisfies are woken at that time.
 func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, now clock.Time) {
 	s := &b.sems[id]
 	s.posts++

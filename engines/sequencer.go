@@ -38,7 +38,9 @@ type Sequencer struct {
 	stream isa.Stream
 	agent  int
 	name   string // agent name for race reports
-	vc     memory.VClock
+	// vc is the engine's vector clock, kept only for the race detector
+	// (nil without one).
+	vc memory.VClock
 
 	cur      *isa.Instruction
 	curDec   *isa.Decoded // cur's decoding, valid until the next fetch
@@ -101,11 +103,13 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		stream:        st,
 		agent:         c.Cfg.AgentBase + int(e),
 		name:          c.agentName(e),
-		vc:            make(memory.VClock, c.Cfg.Agents),
 		waitStart:     -1,
 		pendingT:      clock.Never,
 		curIndex:      -1,
 		decode:        isa.NewDecodeCache(c.Cfg.Limits, c.Cfg.Cost),
+	}
+	if c.Race != nil {
+		s.vc = make(memory.VClock, c.Cfg.Agents)
 	}
 	s.Stats.FirstStart = clock.Never
 	s.tensor.power.init(c.Cfg.Power)
@@ -300,14 +304,16 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	}
 
 	// Acquire the happens-before of every wait.
-	for i := range in.Waits {
-		w := &in.Waits[i]
-		s.vc.Join(c.board(w.Sem).VC(w.Sem.ID))
+	if s.vc != nil {
+		for i := range in.Waits {
+			w := &in.Waits[i]
+			s.vc.Join(c.board(w.Sem).VC(w.Sem.ID))
+		}
+		if in.Op == isa.OpBarrier {
+			s.vc.Join(c.Board.VC(in.Attrs.BarrierSem))
+		}
+		s.vc[s.agent]++
 	}
-	if in.Op == isa.OpBarrier {
-		s.vc.Join(c.Board.VC(in.Attrs.BarrierSem))
-	}
-	s.vc[s.agent]++
 
 	// Cost.
 	var ns int64

@@ -71,20 +71,30 @@ func (h *HBM) StackOf(addr int64) int {
 // (a chip-wide engine number) whose own rate is engineGBps. It returns the
 // stack (for End) and the factor by which the stack slows the share (>= 1).
 func (h *HBM) Begin(addr, bytes int64, write bool, engine int, engineGBps float64) (int, float64) {
+	return h.BeginEngines(addr, bytes, write, engine, 1, engineGBps)
+}
+
+// BeginEngines is Begin for n engines, numbered from first, that each start
+// an identical share of bytes at once.
+func (h *HBM) BeginEngines(addr, bytes int64, write bool, first, n int, engineGBps float64) (int, float64) {
 	if write {
-		h.WriteBytes += bytes
+		h.WriteBytes += bytes * int64(n)
 	} else {
-		h.ReadBytes += bytes
+		h.ReadBytes += bytes * int64(n)
 	}
 	si := h.StackOf(addr)
 	st := &h.stacks[si]
-	for engine >= len(st.active) {
+	for first+n > len(st.active) {
 		st.active = append(st.active, 0)
 	}
-	if st.active[engine] == 0 {
-		st.engines++
+	for _, a := range st.active[first : first+n] {
+		if a == 0 {
+			st.engines++
+		}
 	}
-	st.active[engine]++
+	for i := range st.active[first : first+n] {
+		st.active[first+i]++
+	}
 	slow := engineGBps * float64(st.engines) / st.gbps
 	if slow < 1 {
 		slow = 1
@@ -96,12 +106,17 @@ func (h *HBM) Begin(addr, bytes int64, write bool, engine int, engineGBps float6
 func (h *HBM) Latency() clock.Time { return h.latency }
 
 // End finishes a share started with Begin.
-func (h *HBM) End(stack, engine int) {
+func (h *HBM) End(stack, engine int) { h.EndEngines(stack, engine, 1) }
+
+// EndEngines finishes the shares started with BeginEngines.
+func (h *HBM) EndEngines(stack, first, n int) {
 	st := &h.stacks[stack]
-	if st.active[engine] > 0 {
-		st.active[engine]--
-		if st.active[engine] == 0 {
-			st.engines--
+	for e := first; e < first+n; e++ {
+		if st.active[e] > 0 {
+			st.active[e]--
+			if st.active[e] == 0 {
+				st.engines--
+			}
 		}
 	}
 }

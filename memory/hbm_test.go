@@ -107,3 +107,26 @@ func TestHBMCountsBytes(t *testing.T) {
 	assert.Equal(t, int64(350), h.ReadBytes)
 	assert.Equal(t, int64(1007), h.WriteBytes)
 }
+
+// BeginEngines for n engines is n Begins: the same stack, slowdown, active
+// count and bytes, and EndEngines releases them all.
+func TestHBMBeginEnginesMatchesBegins(t *testing.T) {
+	one, many := memory.NewHBM(2, 200, 1<<20, 0, 0), memory.NewHBM(2, 200, 1<<20, 0, 0)
+	one.Begin(0, 10, false, 2, 25) // an engine already active in the range
+	many.Begin(0, 10, false, 2, 25)
+	var st1 int
+	var slow1 float64
+	for e := 0; e < 6; e++ {
+		st1, slow1 = one.Begin(64, 100, true, e, 25)
+	}
+	st, slow := many.BeginEngines(64, 100, true, 0, 6, 25)
+	assert.Equal(t, st1, st)
+	assert.InDelta(t, slow1, slow, 1e-12)
+	assert.InDelta(t, 6*25.0/100, slow, 1e-12, "six engines on a 100 GB/s stack")
+	assert.Equal(t, one.WriteBytes, many.WriteBytes)
+	assert.Equal(t, int64(600), many.WriteBytes)
+
+	many.EndEngines(st, 0, 6)
+	_, slow = many.Begin(0, 1, false, 9, 100)
+	assert.InDelta(t, 2*100.0/100, slow, 1e-12, "only engine 2's first share and the new one remain")
+}

@@ -156,11 +156,17 @@ func (t *TraceWriter) Wait(chip, core int32, eng isa.Engine, in *isa.Instruction
 	t.waits++
 }
 
-// DMA records DMA engine engine serving bytes of transfer in from queue
-// queue, from start to end.
-func (t *TraceWriter) DMA(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+// DMA records engines DMA engines, from engine on, each serving bytes of
+// transfer in from queue queue, from start to end: one slice per engine.
+func (t *TraceWriter) DMA(chip, core int32, engine, engines int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for e := engine; e < engine+engines; e++ {
+		t.dma(chip, core, e, queue, in, bytes, start, end)
+	}
+}
+
+func (t *TraceWriter) dma(chip, core int32, engine int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
 	if t.closed || t.err != nil {
 		return
 	}

@@ -149,10 +149,10 @@ func TestTraceWriterEvents(t *testing.T) {
 	w.Instruction(0, 0, isa.EngineTensor, mm, 1500*clock.Nanosecond+1, 2*clock.Microsecond)
 	w.Wait(1, 1, isa.EngineVector, cp, isa.SemRef{Chip: 1, Core: 0, ID: 3}, 0, 700*clock.Nanosecond)
 	w.Instruction(1, 1, isa.EngineVector, cp, 700*clock.Nanosecond, 700*clock.Nanosecond)
-	w.DMA(0, 0, 3, 0, dm, 4096, 100*clock.Nanosecond, 200*clock.Nanosecond)
-	w.DMA(0, 0, 3, 1, dm, 2048, 100*clock.Nanosecond, 150*clock.Nanosecond)
-	w.DMA(0, 0, 0, 0, dm, 8192, 0, 300*clock.Nanosecond)
-	w.DMA(0, 0, 3, 0, dm, 1024, 200*clock.Nanosecond, 250*clock.Nanosecond)
+	w.DMA(0, 0, 3, 1, 0, dm, 4096, 100*clock.Nanosecond, 200*clock.Nanosecond)
+	w.DMA(0, 0, 3, 1, 1, dm, 2048, 100*clock.Nanosecond, 150*clock.Nanosecond)
+	w.DMA(0, 0, 0, 1, 0, dm, 8192, 0, 300*clock.Nanosecond)
+	w.DMA(0, 0, 3, 1, 0, dm, 1024, 200*clock.Nanosecond, 250*clock.Nanosecond)
 	require.NoError(t, w.Close())
 
 	doc := parseTrace(t, out.Bytes())
@@ -482,7 +482,22 @@ func BenchmarkTraceWriterDMA(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		at := clock.Time(i) * clock.Nanosecond
-		w.DMA(0, 0, i%16, int16(i%4), in, 4096, at, at+clock.Nanosecond)
+		w.DMA(0, 0, i%16, 1, int16(i%4), in, 4096, at, at+clock.Nanosecond)
 	}
 	require.NoError(b, w.Close())
+}
+
+func TestTraceWriterDMASharesOfSeveralEngines(t *testing.T) {
+	dm := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Line: 4}
+	var out bytes.Buffer
+	w := NewTraceWriter(&out, nil)
+	w.DMA(0, 0, 4, 3, 2, dm, 512, 0, 100*clock.Nanosecond)
+	require.NoError(t, w.Close())
+	doc := parseTrace(t, out.Bytes())
+	assert.Equal(t, "3", num(doc.OtherData["dma_shares"]))
+	dmas := doc.filter("X", "dma")
+	require.Len(t, dmas, 3, "one slice per engine")
+	for i, d := range dmas {
+		assert.Equal(t, fmt.Sprint(DMATID(4+i, 2)), num(d["tid"]))
+	}
 }

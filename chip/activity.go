@@ -17,14 +17,36 @@ const maxActivityBins = 1 << 18
 // bin (100 ns to start, doubling when a run outgrows the record).
 type activity struct {
 	width   clock.Time
-	compute []clock.Time
-	dma     []clock.Time
+	maxBins int
+	compute bins
+	dma     bins
 	next    Tracer
 	// Each engine's busy intervals arrive in start order and mostly touch
 	// one another: they are merged into one open run per engine (and one
 	// for the DMA engines together) and written to the bins when a gap
 	// appears, so a run of back-to-back instructions costs one bin update.
 	runs [isa.NumEngines + 1]run
+}
+
+// bins holds busy time per bin in two parts, so that adding an interval
+// costs the same however many bins it spans: part has the time in the
+// interval's first and last bins, and full is a difference array of how
+// many intervals cover a bin whole (bin i is covered by the sum of
+// full[0..i]).
+type bins struct {
+	part []clock.Time
+	full []int64
+}
+
+// values returns the busy time of every bin.
+func (b *bins) values(width clock.Time) []clock.Time {
+	out := make([]clock.Time, len(b.part))
+	var n int64
+	for i := range b.part {
+		n += b.full[i]
+		out[i] = b.part[i] + clock.Time(n)*width
+	}
+	return out
 }
 
 type run struct {
@@ -37,14 +59,14 @@ const dmaRun = int(isa.NumEngines)
 
 // extend adds [start, end) to run i, writing the run to bins when the new
 // interval does not touch it.
-func (a *activity) extend(i int, bins *[]clock.Time, start, end clock.Time) {
+func (a *activity) extend(i int, b *bins, start, end clock.Time) {
 	r := &a.runs[i]
 	if r.open && start <= r.end && end >= r.start {
 		r.start, r.end = clock.Min(r.start, start), clock.Max(r.end, end)
 		return
 	}
 	if r.open {
-		a.add(bins, r.start, r.end)
+		a.add(b, r.start, r.end)
 	}
 	*r = run{start: start, end: end, open: true}
 }
@@ -66,45 +88,61 @@ func (a *activity) flush() {
 }
 
 func newActivity(next Tracer) *activity {
-	return &activity{width: 100 * clock.Nanosecond, next: next}
+	return &activity{width: 100 * clock.Nanosecond, maxBins: maxActivityBins, next: next}
 }
 
-func (a *activity) add(bins *[]clock.Time, start, end clock.Time) {
-	for int((end-1)/a.width) >= maxActivityBins {
+// add records the busy interval [start, end).
+func (a *activity) add(b *bins, start, end clock.Time) {
+	if end <= start {
+		return
+	}
+	for int((end-1)/a.width) >= a.maxBins {
 		a.coarsen()
 	}
 	last := int((end - 1) / a.width)
-	if last >= len(*bins) {
-		if last >= cap(*bins) {
+	if last+1 >= len(b.part) {
+		n := last + 2 // full[last+1] ends the run of whole bins
+		if n > cap(b.part) {
 			// Grow geometrically; coarsening then works in place.
-			grown := make([]clock.Time, len(*bins), min(maxActivityBins, max(1024, 2*(last+1))))
-			copy(grown, *bins)
-			*bins = grown
+			c := min(a.maxBins+1, max(1024, 2*n))
+			part, full := make([]clock.Time, len(b.part), c), make([]int64, len(b.full), c)
+			copy(part, b.part)
+			copy(full, b.full)
+			b.part, b.full = part, full
 		}
-		*bins = (*bins)[:last+1]
+		b.part, b.full = b.part[:n], b.full[:n]
 	}
-	b := *bins
-	for i := int(start / a.width); i <= last; i++ {
-		lo, hi := clock.Max(start, clock.Time(i)*a.width), clock.Min(end, clock.Time(i+1)*a.width)
-		b[i] += hi - lo
+	first := int(start / a.width)
+	if first == last {
+		b.part[first] += end - start
+		return
+	}
+	b.part[first] += clock.Time(first+1)*a.width - start
+	b.part[last] += end - clock.Time(last)*a.width
+	if last > first+1 {
+		b.full[first+1]++
+		b.full[last]--
 	}
 }
 
 // coarsen doubles the bin width, merging bins pairwise in place.
 func (a *activity) coarsen() {
-	merge := func(b []clock.Time) []clock.Time {
-		n := (len(b) + 1) / 2
+	merge := func(b *bins) {
+		v := b.values(a.width)
+		n := (len(v) + 1) / 2
 		for i := 0; i < n; i++ {
-			v := b[2*i]
-			if 2*i+1 < len(b) {
-				v += b[2*i+1]
+			x := v[2*i]
+			if 2*i+1 < len(v) {
+				x += v[2*i+1]
 			}
-			b[i] = v
+			b.part[i] = x
 		}
-		clear(b[n:])
-		return b[:n]
+		clear(b.part[n:])
+		clear(b.full)
+		b.part, b.full = b.part[:n], b.full[:n]
 	}
-	a.compute, a.dma = merge(a.compute), merge(a.dma)
+	merge(&a.compute)
+	merge(&a.dma)
 	a.width *= 2
 }
 
@@ -112,12 +150,13 @@ func (a *activity) coarsen() {
 // engine was busy.
 func (a *activity) overlapPct() float64 {
 	a.flush()
+	compute, dmaBins := a.compute.values(a.width), a.dma.values(a.width)
 	var both, dma clock.Time
-	for i, d := range a.dma {
+	for i, d := range dmaBins {
 		d = clock.Min(d, a.width)
 		var c clock.Time
-		if i < len(a.compute) {
-			c = clock.Min(a.compute[i], a.width)
+		if i < len(compute) {
+			c = clock.Min(compute[i], a.width)
 		}
 		dma += d
 		both += clock.Min(c, d)

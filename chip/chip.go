@@ -175,6 +175,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	s.sim = &engines.Sim{
 		Engine:        sim.NewSerialEngine(),
 		Describe:      func(in *isa.Instruction) string { return Describe(prog, in) },
+		Clocks:        &memory.Clocks{},
 		Progress:      opts.Progress,
 		ProgressEvery: opts.ProgressEvery,
 	}
@@ -187,6 +188,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			return nil
 		}
 		b := engines.NewSemBoard(chip, core, co.Semaphores, agents)
+		b.Clocks = s.sim.Clocks
 		s.boards[k] = b
 		return b
 	}
@@ -254,6 +256,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			Event:    func(at clock.Time) { simState.Events++; simState.Now = at },
 			HBM:      s.hbm[k.chip],
 			Race:     race,
+			Clocks:   s.sim.Clocks,
 			Tracer:   dtr,
 			Describe: simState.Describe,
 		})

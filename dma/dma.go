@@ -71,9 +71,12 @@ type Env struct {
 	Failed func() bool
 	Fail   func(error)
 	// Event is called with the time of every DMA event handled.
-	Event    func(at clock.Time)
-	HBM      *memory.HBM
-	Race     *memory.RaceDetector
+	Event func(at clock.Time)
+	HBM   *memory.HBM
+	Race  *memory.RaceDetector
+	// Clocks is the simulation's (see memory.Clocks); nil joins whole
+	// clocks.
+	Clocks   *memory.Clocks
 	Tracer   Tracer
 	Describe func(*isa.Instruction) string
 }
@@ -319,8 +322,8 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 	qvc := d.queueVC[q]
 	if d.env.Race != nil {
 		// Happens-before is tracked only for the race detector.
-		qvc.Join(vc)
-		qvc[agent]++
+		d.env.Clocks.Join(qvc, vc)
+		d.env.Clocks.Tick(qvc, agent)
 		if err := d.env.Race.CheckInstruction(in, agent, d.queueNames[q], qvc, d.env.Describe); err != nil {
 			return err
 		}

@@ -12,7 +12,9 @@ import (
 // is reached — no Akita port messages on this path.
 type SemBoard struct {
 	Chip, Core int32
-	sems       []semaphore
+	// Clocks, if set, is the simulation's (see memory.Clocks).
+	Clocks *memory.Clocks
+	sems   []semaphore
 }
 
 type semaphore struct {
@@ -126,7 +128,7 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 	s := &b.sems[id]
 	s.posts++
 	if vc != nil {
-		s.vc.Join(vc)
+		b.Clocks.Join(s.vc, vc)
 	}
 	if s.head > 0 && len(s.pending) == cap(s.pending) {
 		// Reclaim the spent prefix rather than grow.
@@ -146,12 +148,12 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 	}
 	// A satisfied waiter stays until its wake fires: an increment posted
 	// later but effective earlier must still bring the wake forward.
-	kept := s.waiters[:0]
+	stale := 0
 	for _, w := range s.waiters {
 		if w.woken() {
+			stale++
 			continue
 		}
-		kept = append(kept, w)
 		t := b.ReachTime(id, w.target, now)
 		if t < w.wake {
 			w.wake = clock.Max(t, now)
@@ -159,7 +161,17 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 			w.gen = w.seq.gen
 		}
 	}
-	s.waiters = kept
+	if stale > 0 {
+		// Drop the waiters whose wake has fired or been replaced.
+		kept := s.waiters[:0]
+		for _, w := range s.waiters {
+			if !w.woken() {
+				kept = append(kept, w)
+			}
+		}
+		clear(s.waiters[len(kept):])
+		s.waiters = kept
+	}
 }
 
 // addWaiter registers seq as waiting for semaphore id to reach target.

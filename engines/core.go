@@ -75,6 +75,8 @@ type Sim struct {
 	Events int64
 	// Now is the time of the event being handled.
 	Now clock.Time
+	// Clocks is shared by the vector clocks of the race detector.
+	Clocks *memory.Clocks
 	// Progress, if set, is called every ProgressEvery instructions.
 	Progress      func(instructions int64, now clock.Time)
 	ProgressEvery int64

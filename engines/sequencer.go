@@ -305,14 +305,15 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 
 	// Acquire the happens-before of every wait.
 	if s.vc != nil {
+		clocks := c.Sim.Clocks
 		for i := range in.Waits {
 			w := &in.Waits[i]
-			s.vc.Join(c.board(w.Sem).VC(w.Sem.ID))
+			clocks.Join(s.vc, c.board(w.Sem).VC(w.Sem.ID))
 		}
 		if in.Op == isa.OpBarrier {
-			s.vc.Join(c.Board.VC(in.Attrs.BarrierSem))
+			clocks.Join(s.vc, c.Board.VC(in.Attrs.BarrierSem))
 		}
-		s.vc[s.agent]++
+		clocks.Tick(s.vc, s.agent)
 	}
 
 	// Cost.

@@ -26,6 +26,31 @@ func (v VClock) Join(o VClock) {
 	}
 }
 
+// Clocks is shared by everything that keeps vector clocks in one
+// simulation. It knows how many agents have ticked: the entries of agents
+// that never ran are zero in every clock, and joins skip them (a core's
+// agents are its engines, then its DMA queues, so a program that uses a few
+// queues joins a short prefix). A nil *Clocks joins whole clocks.
+type Clocks struct {
+	hi int
+}
+
+// Tick counts one more instruction of agent in its clock v.
+func (c *Clocks) Tick(v VClock, agent int) {
+	v[agent]++
+	if c != nil && agent >= c.hi {
+		c.hi = agent + 1
+	}
+}
+
+// Join raises each entry of v to at least o's.
+func (c *Clocks) Join(v, o VClock) {
+	if c != nil && c.hi < len(o) {
+		o = o[:c.hi]
+	}
+	v.Join(o)
+}
+
 // Access is one instruction's use of an on-chip byte range.
 type Access struct {
 	Mem        isa.Memory
@@ -64,7 +89,9 @@ func (e *RaceError) Error() string {
 		if e.Describe != nil && a.Who != nil {
 			return e.Describe(a.Who)
 		}
-		return "instruction"
+		// Forgotten (see whoRingLen): the epoch numbers the agent's
+		// instructions, or a DMA queue's transfers, from 1.
+		return fmt.Sprintf("its instruction #%d", a.Epoch)
 	}
 	lo, hi := max(e.First.Lo, e.Second.Lo), min(e.First.Hi, e.Second.Hi)
 	plo, phi := max(e.First.PartLo, e.Second.PartLo), min(e.First.PartHi, e.Second.PartHi)
@@ -82,13 +109,24 @@ const granuleShift = 12
 // same 4 KiB (none covering it) is missed.
 const recordsPerAgent = 8
 
-// rec is a compact Access kept in a bucket.
+// rec is a compact Access kept in a bucket. It holds no pointer (so the
+// shadow memory costs the garbage collector nothing): the instruction is
+// found from the agent and epoch in whoRing.
 type rec struct {
 	partLo, partHi int32
 	epoch          uint32
 	write          bool
 	lo, hi         int64
-	who            *isa.Instruction
+}
+
+// whoRingLen is how many of each agent's latest instructions the detector
+// remembers for its reports; a race with an older one names it by number.
+const whoRingLen = 4096
+
+// whoRing maps an agent's recent epochs to their instructions.
+type whoRing [whoRingLen]struct {
+	epoch uint32
+	in    *isa.Instruction
 }
 
 // agentRing holds one agent's most recent accesses to a granule. Its
@@ -134,7 +172,8 @@ type RaceDetector struct {
 	cores map[[2]int32]*coreShadow
 	last  *coreShadow
 	lastK [2]int32
-	names []string // agent names, by agent
+	names []string   // agent names, by agent
+	whos  []*whoRing // recent instructions, by agent
 }
 
 // NewRaceDetector returns an empty detector.
@@ -154,6 +193,16 @@ func (d *RaceDetector) shadow(chip, core int32) *coreShadow {
 	}
 	d.last, d.lastK = sh, k
 	return sh
+}
+
+// who returns the instruction agent made at epoch, if still remembered.
+func (d *RaceDetector) who(agent int32, epoch uint32) *isa.Instruction {
+	if int(agent) < len(d.whos) && d.whos[agent] != nil {
+		if w := &d.whos[agent][epoch%whoRingLen]; w.epoch == epoch {
+			return w.in
+		}
+	}
+	return nil
 }
 
 // covers reports whether access a makes r redundant for its own agent: a
@@ -177,6 +226,18 @@ func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
 	if d.names[a.Agent] == "" {
 		d.names[a.Agent] = a.AgentName
 	}
+	if a.Who != nil {
+		for a.Agent >= len(d.whos) {
+			d.whos = append(d.whos, nil)
+		}
+		if d.whos[a.Agent] == nil {
+			d.whos[a.Agent] = &whoRing{}
+		}
+		w := &d.whos[a.Agent][a.Epoch%whoRingLen]
+		if w.epoch != a.Epoch || w.in != a.Who {
+			w.epoch, w.in = a.Epoch, a.Who
+		}
+	}
 	var race *Access
 	sh := d.shadow(a.Chip, a.Core)
 	mi := 0
@@ -189,7 +250,7 @@ func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
 		copy(grown, sh.mem[mi])
 		sh.mem[mi] = grown
 	}
-	mine := rec{partLo: a.PartLo, partHi: a.PartHi, epoch: a.Epoch, lo: a.Lo, hi: a.Hi, write: a.Write, who: a.Who}
+	mine := rec{partLo: a.PartLo, partHi: a.PartHi, epoch: a.Epoch, lo: a.Lo, hi: a.Hi, write: a.Write}
 	agent := int32(a.Agent)
 	for g := g0; g <= g1; g++ {
 		b := &sh.mem[mi][g]
@@ -207,7 +268,7 @@ func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
 				r := grp.at(i)
 				if r.epoch > vc[grp.agent] && (r.write || a.Write) && r.partLo < a.PartHi && a.PartLo < r.partHi && r.lo < a.Hi && a.Lo < r.hi {
 					race = &Access{Mem: a.Mem, Chip: a.Chip, Core: a.Core, PartLo: r.partLo, PartHi: r.partHi, Lo: r.lo, Hi: r.hi,
-						Write: r.write, Agent: int(grp.agent), Epoch: r.epoch, Who: r.who, AgentName: d.names[grp.agent]}
+						Write: r.write, Agent: int(grp.agent), Epoch: r.epoch, Who: d.who(grp.agent, r.epoch), AgentName: d.names[grp.agent]}
 					break
 				}
 			}

@@ -139,9 +139,9 @@ func TestRaceErrorMessage(t *testing.T) {
 	assert.Contains(t, msg, "chip 0 core 0 DMA queue 3 reads [line 9]")
 	assert.Contains(t, msg, "no semaphore ordering them")
 
-	// Without a describer the instructions are named generically.
+	// Without a describer the instructions are named by their epochs.
 	e.Describe = nil
-	assert.Contains(t, e.Error(), "chip 0 core 0 vector writes [instruction] and chip 0 core 0 DMA queue 3 reads [instruction]")
+	assert.Contains(t, e.Error(), "chip 0 core 0 vector writes [its instruction #1] and chip 0 core 0 DMA queue 3 reads [its instruction #1]")
 
 	// Through the detector: the error from a real check names both.
 	d := memory.NewRaceDetector()
@@ -151,6 +151,38 @@ func TestRaceErrorMessage(t *testing.T) {
 	var err error = &memory.RaceError{First: *r, Second: second}
 	assert.Contains(t, err.Error(), "chip 0 core 0 vector writes")
 	assert.Contains(t, err.Error(), "chip 0 core 0 DMA queue 3 reads")
+}
+
+// The detector remembers each agent's latest 4096 instructions for its
+// reports; a race with an older one still names the agent and the
+// instruction's number.
+func TestRaceReportOfAnOldInstruction(t *testing.T) {
+	for _, tc := range []struct {
+		later   int // instructions agent 1 makes elsewhere after the first
+		wantWho bool
+	}{{0, true}, {4094, true}, {4096, false}} {
+		d := memory.NewRaceDetector()
+		in1 := &isa.Instruction{Op: isa.OpMemset, Line: 3}
+		first := acc(1, 1, true, 0, 128, 0, 8)
+		first.Who = in1
+		require.Nil(t, d.Check(first, clockOf(1, 1)))
+		for e := 2; e < 2+tc.later; e++ {
+			other := acc(1, uint32(e), true, 0, 128, 1<<20, 1<<20+8) // another granule
+			other.Who = &isa.Instruction{Op: isa.OpMemset}
+			require.Nil(t, d.Check(other, clockOf(1, uint32(e))))
+		}
+		got := d.Check(acc(2, 1, false, 0, 128, 0, 8), clockOf(2, 1))
+		require.NotNil(t, got, "the race itself is never forgotten")
+		assert.Equal(t, uint32(1), got.Epoch)
+		if tc.wantWho {
+			assert.Same(t, in1, got.Who, "%d later", tc.later)
+		} else {
+			assert.Nil(t, got.Who, "%d later", tc.later)
+			msg := (&memory.RaceError{First: *got, Second: acc(2, 1, false, 0, 128, 0, 8),
+				Describe: func(*isa.Instruction) string { return "x" }}).Error()
+			assert.Contains(t, msg, "agent1 writes [its instruction #1]")
+		}
+	}
 }
 
 // TestRaceDetectorForgetsOldAccesses pins the documented limitation: each
@@ -201,4 +233,29 @@ func TestVClockJoin(t *testing.T) {
 	assert.Equal(t, memory.VClock{2, 5, 0, 3}, v)
 	v.Join(memory.VClock{0, 0})
 	assert.Equal(t, memory.VClock{2, 5, 0, 3}, v, "a shorter clock raises only its entries")
+}
+
+func TestClocksJoinOnlyAgentsThatTicked(t *testing.T) {
+	c := &memory.Clocks{}
+	a, b := make(memory.VClock, 6), make(memory.VClock, 6)
+	c.Tick(a, 0)
+	c.Tick(b, 2)
+	c.Tick(b, 2)
+	c.Join(a, b)
+	assert.Equal(t, memory.VClock{1, 0, 2, 0, 0, 0}, a)
+	// An entry beyond every agent that ticked is never read (by the
+	// invariant it is zero; here it is planted to show the skip).
+	b[5] = 9
+	c.Join(a, b)
+	assert.Equal(t, uint32(0), a[5], "agents that never ticked are skipped")
+	c.Tick(b, 5)
+	c.Join(a, b)
+	assert.Equal(t, uint32(10), a[5], "once agent 5 ticks its entry joins")
+
+	var whole *memory.Clocks
+	d := make(memory.VClock, 6)
+	whole.Join(d, b)
+	assert.Equal(t, b, d, "a nil Clocks joins whole clocks")
+	whole.Tick(d, 1)
+	assert.Equal(t, b[1]+1, d[1])
 }

@@ -153,7 +153,7 @@ func New(cfg Config, env Env) *Subsystem {
 		d.queueVC = append(d.queueVC, make(memory.VClock, cfg.Agents))
 	}
 	for e := 0; e < cfg.Engines; e++ {
-		eng := &Engine{sub: d, index: e, queues: make([][]*share, cfg.Queues), active: make([]*share, cfg.Queues), nextAt: clock.Never}
+		eng := &Engine{sub: d, index: e, queues: make([]shareFIFO, cfg.Queues), active: make([]*share, cfg.Queues), nextAt: clock.Never}
 		d.Stats.Engines[e].FirstByte = clock.Never
 		d.engines = append(d.engines, eng)
 	}
@@ -394,7 +394,7 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 }
 
 func (d *Subsystem) enqueue(eng *Engine, q int16, sh *share) {
-	eng.queues[q] = append(eng.queues[q], sh)
+	eng.queues[q].push(sh)
 	eng.queued++
 	eng.ready |= 1 << q
 	eng.dirty = true
@@ -408,10 +408,10 @@ func (d *Subsystem) split() {
 	e0 := d.engines[0]
 	for _, eng := range d.engines[1:] {
 		for q := range e0.queues {
-			for _, sh := range e0.queues[q] {
+			for _, sh := range e0.queues[q].live() {
 				c := *sh
 				c.mult = 1
-				eng.queues[q] = append(eng.queues[q], &c)
+				eng.queues[q].push(&c)
 			}
 			if sh := e0.active[q]; sh != nil {
 				c := *sh
@@ -424,7 +424,7 @@ func (d *Subsystem) split() {
 		eng.nextAt, eng.dirty = e0.nextAt, true
 	}
 	for q := range e0.queues {
-		for _, sh := range e0.queues[q] {
+		for _, sh := range e0.queues[q].live() {
 			sh.mult = 1
 		}
 		if sh := e0.active[q]; sh != nil {
@@ -528,7 +528,7 @@ func (d *Subsystem) flush() {
 type Engine struct {
 	sub    *Subsystem
 	index  int
-	queues [][]*share
+	queues []shareFIFO
 	queued int    // shares waiting in queues
 	ready  uint64 // bit q set: queue q has waiting shares
 	// nextAt is the engine's next change; dirty marks a new share.
@@ -703,8 +703,8 @@ func (e *Engine) update(now clock.Time) clock.Time {
 	if e.queued > 0 {
 		for bits := e.ready; bits != 0; bits &= bits - 1 {
 			q := bits2q(bits)
-			for e.active[q] == nil && len(e.queues[q]) > 0 {
-				sh := e.queues[q][0]
+			for e.active[q] == nil && e.queues[q].len() > 0 {
+				sh := e.queues[q].front()
 				if sh.bytes == 0 {
 					e.pop(q)
 					d.finish(sh, clock.Max(now, sh.t.ready))
@@ -735,11 +735,38 @@ func (e *Engine) update(now clock.Time) clock.Time {
 	return next
 }
 
+// shareFIFO is one queue's waiting shares, from index head on; the spent
+// prefix is reclaimed when the queue empties or must grow.
+type shareFIFO struct {
+	items []*share
+	head  int
+}
+
+func (f *shareFIFO) len() int       { return len(f.items) - f.head }
+func (f *shareFIFO) front() *share  { return f.items[f.head] }
+func (f *shareFIFO) live() []*share { return f.items[f.head:] }
+
+func (f *shareFIFO) push(sh *share) {
+	if f.head > 0 && len(f.items) == cap(f.items) {
+		n := copy(f.items, f.items[f.head:])
+		clear(f.items[n:])
+		f.items, f.head = f.items[:n], 0
+	}
+	f.items = append(f.items, sh)
+}
+
+func (f *shareFIFO) pop() {
+	f.items[f.head] = nil
+	f.head++
+	if f.head == len(f.items) {
+		f.items, f.head = f.items[:0], 0
+	}
+}
+
 func (e *Engine) pop(q int) {
-	e.queues[q][0] = nil
-	e.queues[q] = e.queues[q][1:]
+	e.queues[q].pop()
 	e.queued--
-	if len(e.queues[q]) == 0 {
+	if e.queues[q].len() == 0 {
 		e.ready &^= 1 << q
 	}
 }

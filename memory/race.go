@@ -205,53 +205,78 @@ func (d *RaceDetector) who(agent int32, epoch uint32) *isa.Instruction {
 	return nil
 }
 
+// accessSpan is the compact form of an Access that the detector works on.
+type accessSpan struct {
+	mem            isa.Memory
+	write          bool
+	chip, core     int32
+	partLo, partHi int32
+	agent          int32
+	epoch          uint32
+	lo, hi         int64
+}
+
 // covers reports whether access a makes r redundant for its own agent: a
 // covers r and, when r wrote, a writes too.
-func covers(a *Access, r *rec) bool {
-	return (a.Write || !r.write) && a.PartLo <= r.partLo && a.PartHi >= r.partHi && a.Lo <= r.lo && a.Hi >= r.hi
+func covers(a *accessSpan, r *rec) bool {
+	return (a.write || !r.write) && a.partLo <= r.partLo && a.partHi >= r.partHi && a.lo <= r.lo && a.hi >= r.hi
 }
 
 // Check records access a made by an agent whose clock is vc, and returns the
 // first earlier access it races with, or nil.
-func (d *RaceDetector) Check(a Access, vc VClock) *Access { return d.check(&a, vc) }
-
-func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
-	a := ap
+func (d *RaceDetector) Check(a Access, vc VClock) *Access {
 	if a.Hi <= a.Lo || !a.Mem.OnChip() {
 		return nil
 	}
-	for a.Agent >= len(d.names) {
+	d.register(a.Agent, a.AgentName, a.Epoch, a.Who)
+	sp := accessSpan{mem: a.Mem, write: a.Write, chip: a.Chip, core: a.Core, partLo: a.PartLo, partHi: a.PartHi,
+		agent: int32(a.Agent), epoch: a.Epoch, lo: a.Lo, hi: a.Hi}
+	if r, ragent, ok := d.check(&sp, vc); ok {
+		return d.access(&sp, &r, ragent)
+	}
+	return nil
+}
+
+// register notes the agent's name and the instruction it issues at epoch.
+func (d *RaceDetector) register(agent int, name string, epoch uint32, who *isa.Instruction) {
+	for agent >= len(d.names) {
 		d.names = append(d.names, "")
+		d.whos = append(d.whos, nil)
 	}
-	if d.names[a.Agent] == "" {
-		d.names[a.Agent] = a.AgentName
+	if d.names[agent] == "" {
+		d.names[agent] = name
 	}
-	if a.Who != nil {
-		for a.Agent >= len(d.whos) {
-			d.whos = append(d.whos, nil)
+	if who != nil {
+		if d.whos[agent] == nil {
+			d.whos[agent] = &whoRing{}
 		}
-		if d.whos[a.Agent] == nil {
-			d.whos[a.Agent] = &whoRing{}
-		}
-		w := &d.whos[a.Agent][a.Epoch%whoRingLen]
-		if w.epoch != a.Epoch || w.in != a.Who {
-			w.epoch, w.in = a.Epoch, a.Who
-		}
+		w := &d.whos[agent][epoch%whoRingLen]
+		w.epoch, w.in = epoch, who
 	}
-	var race *Access
-	sh := d.shadow(a.Chip, a.Core)
+}
+
+// access expands a record of agent that races with sp into an Access.
+func (d *RaceDetector) access(sp *accessSpan, r *rec, agent int32) *Access {
+	return &Access{Mem: sp.mem, Chip: sp.chip, Core: sp.core, PartLo: r.partLo, PartHi: r.partHi, Lo: r.lo, Hi: r.hi,
+		Write: r.write, Agent: int(agent), Epoch: r.epoch, Who: d.who(agent, r.epoch), AgentName: d.names[agent]}
+}
+
+// check records sp, made by an agent whose clock is vc, and returns the
+// first earlier record it races with and that record's agent.
+func (d *RaceDetector) check(a *accessSpan, vc VClock) (race rec, raceAgent int32, found bool) {
+	sh := d.shadow(a.chip, a.core)
 	mi := 0
-	if a.Mem == isa.MemPSUM {
+	if a.mem == isa.MemPSUM {
 		mi = 1
 	}
-	g0, g1 := a.Lo>>granuleShift, (a.Hi-1)>>granuleShift
+	g0, g1 := a.lo>>granuleShift, (a.hi-1)>>granuleShift
 	if int(g1) >= len(sh.mem[mi]) {
 		grown := make([]bucket, g1+1)
 		copy(grown, sh.mem[mi])
 		sh.mem[mi] = grown
 	}
-	mine := rec{partLo: a.PartLo, partHi: a.PartHi, epoch: a.Epoch, lo: a.Lo, hi: a.Hi, write: a.Write}
-	agent := int32(a.Agent)
+	mine := rec{partLo: a.partLo, partHi: a.partHi, epoch: a.epoch, lo: a.lo, hi: a.hi, write: a.write}
+	agent := a.agent
 	for g := g0; g <= g1; g++ {
 		b := &sh.mem[mi][g]
 		var own *agentRing
@@ -261,14 +286,14 @@ func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
 				continue
 			}
 			// Every record of this agent is ordered before a: skip it whole.
-			if race != nil || grp.maxEpoch <= vc[grp.agent] {
+			seen := vc[grp.agent]
+			if found || grp.maxEpoch <= seen {
 				continue
 			}
 			for i := 0; i < int(grp.n); i++ {
 				r := grp.at(i)
-				if r.epoch > vc[grp.agent] && (r.write || a.Write) && r.partLo < a.PartHi && a.PartLo < r.partHi && r.lo < a.Hi && a.Lo < r.hi {
-					race = &Access{Mem: a.Mem, Chip: a.Chip, Core: a.Core, PartLo: r.partLo, PartHi: r.partHi, Lo: r.lo, Hi: r.hi,
-						Write: r.write, Agent: int(grp.agent), Epoch: r.epoch, Who: d.who(grp.agent, r.epoch), AgentName: d.names[grp.agent]}
+				if r.epoch > seen && (r.write || a.write) && r.partLo < a.partHi && a.partLo < r.partHi && r.lo < a.hi && a.lo < r.hi {
+					race, raceAgent, found = *r, grp.agent, true
 					break
 				}
 			}
@@ -293,7 +318,7 @@ func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
 		}
 		own.push(mine)
 	}
-	return race
+	return race, raceAgent, found
 }
 
 // CheckInstruction checks every SBUF/PSUM operand of in as an access by
@@ -301,20 +326,36 @@ func (d *RaceDetector) check(ap *Access, vc VClock) *Access {
 // first conflicting pair, or nil. describe prints instructions for the
 // error.
 func (d *RaceDetector) CheckInstruction(in *isa.Instruction, agent int, name string, vc VClock, describe func(*isa.Instruction) string) error {
+	epoch := vc[agent]
+	d.register(agent, name, epoch, in)
 	var race *Access
 	var mine Access
-	in.Operands(func(op *isa.Operand, role isa.OperandRole) {
-		ap := &op.AP
-		if race != nil || !ap.Mem.OnChip() {
-			return
+	check := func(ap *isa.AccessPattern, write bool) bool {
+		if !ap.Mem.OnChip() {
+			return false
 		}
 		lo, hi := ap.ByteSpan()
-		a := Access{Mem: ap.Mem, Chip: ap.Chip, Core: ap.Core, PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount,
-			Lo: lo, Hi: hi, Write: role == isa.RoleWrite, Agent: agent, Epoch: vc[agent], Who: in, AgentName: name}
-		if r := d.check(&a, vc); r != nil {
-			race, mine = r, a
+		if hi <= lo {
+			return false
 		}
-	})
+		sp := accessSpan{mem: ap.Mem, write: write, chip: ap.Chip, core: ap.Core, partLo: ap.PartStart, partHi: ap.PartStart + ap.PartCount,
+			agent: int32(agent), epoch: epoch, lo: lo, hi: hi}
+		r, ragent, ok := d.check(&sp, vc)
+		if ok {
+			race = d.access(&sp, &r, ragent)
+			mine = Access{Mem: sp.mem, Chip: sp.chip, Core: sp.core, PartLo: sp.partLo, PartHi: sp.partHi,
+				Lo: lo, Hi: hi, Write: write, Agent: agent, Epoch: epoch, Who: in, AgentName: name}
+		}
+		return ok
+	}
+	for i := range in.Outs {
+		if check(&in.Outs[i].AP, true) {
+			break
+		}
+	}
+	for i := 0; race == nil && i < len(in.Ins); i++ {
+		check(&in.Ins[i].AP, false)
+	}
 	if race != nil {
 		return &RaceError{First: *race, Second: mine, Describe: describe}
 	}

@@ -103,18 +103,23 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 		st.out = st.out[:0]
 		return st
 	}
-	emit := func(st *step, in isa.Instruction, waits ...[2]int64) {
+	// emit copies a template into the slab and gives it its waits (a wait
+	// for a value <= 0 is dropped): the one copy a lowering makes of an
+	// instruction that differs from the last only in its waits.
+	emit := func(st *step, tmpl *isa.Instruction, w1, w2 [2]int64) {
 		w0 := len(st.waits)
-		for _, w := range waits {
+		for _, w := range [2][2]int64{w1, w2} {
 			if w[1] > 0 {
 				st.waits = append(st.waits, isa.SemWait{Sem: isa.SemRef{ID: int32(w[0])}, Value: w[1]})
 			}
 		}
+		st.insts = st.insts[:len(st.insts)+1]
+		in := &st.insts[len(st.insts)-1]
+		*in = *tmpl
 		if len(st.waits) > w0 {
 			in.Waits = st.waits[w0:len(st.waits):len(st.waits)]
 		}
-		st.insts = append(st.insts, in)
-		st.out = append(st.out, &st.insts[len(st.insts)-1])
+		st.out = append(st.out, in)
 	}
 	stream := func(e isa.Engine, gen func(st *step, i int) []*isa.Instruction) isa.StreamSource {
 		return isa.StreamSource{Key: isa.StreamKey{Engine: e}, Count: -1, Open: func() isa.Stream {
@@ -137,60 +142,68 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 		}}
 	}
 	n := int64(16) // DMA engines: a transfer raises its semaphore by 16
+	// Templates: every field but the waits, per buffer slot s and slice j.
+	var load, store [2]isa.Instruction
+	var mm, vec, act [2][4]isa.Instruction
+	for s := 0; s < 2; s++ {
+		load[s] = isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: wholeIn[s], Ins: opHin,
+			Attrs: isa.Attrs{Queue: 0, DGE: isa.DGEHardware}, Signal: sigs[sLoad], OpID: 1}
+		store[s] = isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: opHout, Ins: wholeOut[s],
+			Attrs: isa.Attrs{Queue: 1, DGE: isa.DGEHardware}, Signal: sigs[sStore], OpID: 5}
+		for j := 0; j < 4; j++ {
+			mm[s][j] = isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: opAcc[s][j],
+				Ins: opIn[s][j], Attrs: isa.Attrs{Start: true, Stop: true}, Signal: sigs[sMM], OpID: 2}
+			vec[s][j] = isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: opMid[s][j],
+				Ins: opAcc[s][j], Signal: sigs[sVec], OpID: 3}
+			act[s][j] = isa.Instruction{Op: isa.OpActivation, Engine: isa.EngineScalar, Outs: opOut[s][j],
+				Ins: opMid[s][j], Attrs: isa.Attrs{Func: isa.ActGelu, Scale: 1}, Signal: sigs[sAct], OpID: 4}
+		}
+	}
+	ls := isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: opW, OpID: 2}
+	iotaTmpl := isa.Instruction{Op: isa.OpIota, Engine: isa.EngineGpSimd, Outs: opG, Attrs: isa.Attrs{Step: 1}, Signal: sigs[sG], OpID: 6}
+	var none [2]int64
 	prog.Streams = []isa.StreamSource{
 		stream(isa.EngineSync, func(st *step, i int) []*isa.Instruction {
 			s := i % 2
-			emit(st, isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: wholeIn[s], Ins: opHin,
-				Attrs: isa.Attrs{Queue: 0, DGE: isa.DGEHardware}, Signal: sigs[sLoad], OpID: 1}, [2]int64{sMM, 4 * int64(i-1)})
-			emit(st, isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: opHout, Ins: wholeOut[s],
-				Attrs: isa.Attrs{Queue: 1, DGE: isa.DGEHardware}, Signal: sigs[sStore], OpID: 5}, [2]int64{sAct, 4 * int64(i+1)})
+			emit(st, &load[s], [2]int64{sMM, 4 * int64(i-1)}, none)
+			emit(st, &store[s], [2]int64{sAct, 4 * int64(i+1)}, none)
 			return st.out
 		}),
 		stream(isa.EngineTensor, func(st *step, i int) []*isa.Instruction {
 			s := i % 2
 			if i == 0 {
-				emit(st, isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: opW, OpID: 2})
+				emit(st, &ls, none, none)
 			}
-			for j := 0; j < 4; j++ {
-				in := isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: opAcc[s][j],
-					Ins: opIn[s][j], Attrs: isa.Attrs{Start: true, Stop: true}, Signal: sigs[sMM], OpID: 2}
-				if j == 0 {
-					emit(st, in, [2]int64{sLoad, n * int64(i+1)}, [2]int64{sVec, 4 * int64(i-1)})
-				} else {
-					emit(st, in)
-				}
+			emit(st, &mm[s][0], [2]int64{sLoad, n * int64(i+1)}, [2]int64{sVec, 4 * int64(i-1)})
+			for j := 1; j < 4; j++ {
+				emit(st, &mm[s][j], none, none)
 			}
 			return st.out
 		}),
 		stream(isa.EngineVector, func(st *step, i int) []*isa.Instruction {
 			s := i % 2
 			for j := 0; j < 4; j++ {
-				in := isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: opMid[s][j],
-					Ins: opAcc[s][j], Signal: sigs[sVec], OpID: 3}
 				prev := int64(0)
 				if j == 0 {
 					prev = 4 * int64(i-1)
 				}
-				emit(st, in, [2]int64{sMM, 4*int64(i) + int64(j) + 1}, [2]int64{sAct, prev})
+				emit(st, &vec[s][j], [2]int64{sMM, 4*int64(i) + int64(j) + 1}, [2]int64{sAct, prev})
 			}
 			return st.out
 		}),
 		stream(isa.EngineScalar, func(st *step, i int) []*isa.Instruction {
 			s := i % 2
 			for j := 0; j < 4; j++ {
-				in := isa.Instruction{Op: isa.OpActivation, Engine: isa.EngineScalar, Outs: opOut[s][j],
-					Ins: opMid[s][j], Attrs: isa.Attrs{Func: isa.ActGelu, Scale: 1}, Signal: sigs[sAct], OpID: 4}
 				prev := int64(0)
 				if j == 0 {
 					prev = n * int64(i-1)
 				}
-				emit(st, in, [2]int64{sVec, 4*int64(i) + int64(j) + 1}, [2]int64{sStore, prev})
+				emit(st, &act[s][j], [2]int64{sVec, 4*int64(i) + int64(j) + 1}, [2]int64{sStore, prev})
 			}
 			return st.out
 		}),
 		stream(isa.EngineGpSimd, func(st *step, i int) []*isa.Instruction {
-			emit(st, isa.Instruction{Op: isa.OpIota, Engine: isa.EngineGpSimd, Outs: opG,
-				Attrs: isa.Attrs{Step: 1}, Signal: sigs[sG], OpID: 6}, [2]int64{sAct, 4 * int64(i+1)})
+			emit(st, &iotaTmpl, [2]int64{sAct, 4 * int64(i+1)}, none)
 			return st.out
 		}),
 	}

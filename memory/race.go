@@ -301,10 +301,11 @@ func (d *RaceDetector) check(a *accessSpan, vc VClock) (race rec, raceAgent int3
 		if own == nil {
 			own = &agentRing{agent: agent}
 			b.groups = append(b.groups, own)
-		} else if int(own.n) == recordsPerAgent {
-			// Full: drop the agent's records that a makes redundant before
-			// the oldest would be forgotten (a covered record conflicts with
-			// nothing the covering one does not).
+		} else if int(own.n) == recordsPerAgent && !covers(a, own.at(0)) {
+			// Full, and the oldest record (which the push forgets) is not
+			// made redundant by a: drop the agent's records that a makes
+			// redundant before the oldest would be forgotten (a covered
+			// record conflicts with nothing the covering one does not).
 			w := 0
 			for i := 0; i < int(own.n); i++ {
 				if r := own.at(i); !covers(a, r) {

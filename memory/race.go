@@ -121,7 +121,7 @@ type rec struct {
 
 // whoRingLen is how many of each agent's latest instructions the detector
 // remembers for its reports; a race with an older one names it by number.
-const whoRingLen = 4096
+const whoRingLen = 256
 
 // whoRing maps an agent's recent epochs to their instructions.
 type whoRing [whoRingLen]struct {

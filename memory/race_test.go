@@ -153,14 +153,14 @@ func TestRaceErrorMessage(t *testing.T) {
 	assert.Contains(t, err.Error(), "chip 0 core 0 DMA queue 3 reads")
 }
 
-// The detector remembers each agent's latest 4096 instructions for its
+// The detector remembers each agent's latest 256 instructions for its
 // reports; a race with an older one still names the agent and the
 // instruction's number.
 func TestRaceReportOfAnOldInstruction(t *testing.T) {
 	for _, tc := range []struct {
 		later   int // instructions agent 1 makes elsewhere after the first
 		wantWho bool
-	}{{0, true}, {4094, true}, {4096, false}} {
+	}{{0, true}, {254, true}, {256, false}} {
 		d := memory.NewRaceDetector()
 		in1 := &isa.Instruction{Op: isa.OpMemset, Line: 3}
 		first := acc(1, 1, true, 0, 128, 0, 8)

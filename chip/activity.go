@@ -37,13 +37,13 @@ type activity struct {
 // full[0..i]).
 type bins struct {
 	part []clock.Time
-	full []int64
+	full []int32
 }
 
 // values returns the busy time of every bin.
 func (b *bins) values(width clock.Time) []clock.Time {
 	out := append([]clock.Time(nil), b.part...)
-	var n int64
+	var n int32
 	for i := range out {
 		n += b.full[i]
 		out[i] += clock.Time(n) * width
@@ -53,7 +53,7 @@ func (b *bins) values(width clock.Time) []clock.Time {
 
 // materialise folds the whole-bin counts into part, in place.
 func (b *bins) materialise(width clock.Time) {
-	var n int64
+	var n int32
 	for i := range b.part {
 		n += b.full[i]
 		b.part[i] += clock.Time(n) * width
@@ -117,7 +117,7 @@ func (a *activity) add(b *bins, start, end clock.Time) {
 		if n > cap(b.part) {
 			// Grow geometrically; coarsening then works in place.
 			c := min(a.maxBins+1, max(1024, 2*n))
-			part, full := make([]clock.Time, len(b.part), c), make([]int64, len(b.full), c)
+			part, full := make([]clock.Time, len(b.part), c), make([]int32, len(b.full), c)
 			copy(part, b.part)
 			copy(full, b.full)
 			b.part, b.full = part, full

@@ -7,23 +7,27 @@ import "unsafe"
 // signals: the body has passed the limit checks, and its cost flags and
 // cost variables are known.
 type Decoded struct {
+	// Hot fields first: the key compared on every lookup and the
+	// remembered cost share the first cache lines.
+
+	// The body it was decoded from: operand arrays by identity.
+	outs, ins   *Operand
+	model       *CostModel
+	gen         uint32 // bumped each time the slot is refilled
+	nOuts, nIns int32
+	chip, core  int32
+	op          Opcode
+	engine      Engine
+	costOK      bool
+	costNS      int64
+	cost        Cost
+	attrs       Attrs
+	cache       *DecodeCache
+
 	// Flags are the cost-table conditions that hold (CostModel.Flags).
 	Flags uint32
 	// Env holds the cost variables other than NS and I (FillEnv).
 	Env CostEnv
-
-	model  *CostModel
-	costOK bool
-	costNS int64
-	cost   Cost
-
-	// The body it was decoded from: operand arrays by identity.
-	outs, ins   *Operand
-	nOuts, nIns int
-	op          Opcode
-	engine      Engine
-	chip, core  int32
-	attrs       Attrs
 }
 
 // Cost returns the instruction's cost for a stationary free size ns
@@ -32,16 +36,28 @@ func (d *Decoded) Cost(ns int64) Cost {
 	if d.costOK && d.costNS == ns {
 		return d.cost
 	}
-	env := d.Env
+	// The cache's scratch environment: one on the stack would escape
+	// through the compiled expressions and cost an allocation.
+	env := &d.cache.env
+	*env = d.Env
 	env[VarNS] = float64(ns)
-	d.cost = d.model.cost(d.op, d.engine, d.Flags, &env)
+	d.cost = d.model.cost(d.op, d.engine, d.Flags, env)
 	d.costNS, d.costOK = ns, true
 	return d.cost
 }
 
-// decodeSlots is the size of a DecodeCache: enough for the operand sets an
-// engine cycles through in a pipelined loop nest.
-const decodeSlots = 512
+// A DecodeCache starts with decodeSlotsMin slots and doubles, up to
+// decodeSlotsMax, when, since it last grew, it has missed on bodies it had
+// seen before as many times as half its slots and on at least a quarter of
+// its misses: enough for the bodies an engine cycles through in a blocked
+// GEMM, while a stream of one-off bodies (an assembly file) keeps the small
+// table. Bodies seen are remembered in a bit set of seenBits hashes,
+// cleared every seenBits/8 misses (so false repeats stay under 1 in 8).
+const (
+	decodeSlotsMin = 256
+	decodeSlotsMax = 8192
+	seenBits       = 1 << 16
+)
 
 // DecodeCache checks and decodes instructions for one engine, remembering
 // the bodies it has seen. Generated streams hand out fresh instructions
@@ -56,18 +72,44 @@ type DecodeCache struct {
 	model   *CostModel
 	slots   []Decoded
 	scratch Decoded
+	// seen marks the hashes of bodies missed on; repeats counts misses on
+	// bodies seen before, since the table last grew.
+	seen       [seenBits / 64]uint64
+	seenMisses int
+	repeats    int
+	growMisses int
+	env        CostEnv
+	// byInst remembers which slot decoded a recently seen instruction: a
+	// stream that hands out the same instruction again (waits, signals and
+	// all) skips even the body comparison and the semaphore checks.
+	byInst []instSlot
 	// Hits and Misses count lookups.
 	Hits, Misses int64
 }
 
+// byInstSlots is the size of DecodeCache.byInst.
+const byInstSlots = 1024
+
+type instSlot struct {
+	in  *Instruction
+	d   *Decoded
+	gen uint32
+}
+
 // NewDecodeCache returns an empty cache for the given limits and costs.
 func NewDecodeCache(l *Limits, m *CostModel) *DecodeCache {
-	return &DecodeCache{limits: l, model: m, slots: make([]Decoded, decodeSlots)}
+	return &DecodeCache{limits: l, model: m, slots: make([]Decoded, decodeSlotsMin), byInst: make([]instSlot, byInstSlots)}
 }
 
 // Decode checks in against the limits (a *LimitError on failure) and
 // returns its decoding, valid until the next call.
 func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
+	ih := uintptr(unsafe.Pointer(in)) >> 4
+	is := &c.byInst[(ih^ih>>9)%byInstSlots]
+	if is.in == in && is.d.gen == is.gen && is.d.model != nil {
+		c.Hits++
+		return is.d, nil
+	}
 	var outs, ins *Operand
 	if len(in.Outs) > 0 {
 		outs = &in.Outs[0]
@@ -79,25 +121,47 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 	d := &c.scratch
 	if cacheable {
 		h := uintptr(unsafe.Pointer(outs))>>3*0x9E3779B1 ^ uintptr(unsafe.Pointer(ins))>>3 ^ uintptr(in.Op)<<7
-		d = &c.slots[(h^h>>16)%decodeSlots]
-		if d.model != nil && d.outs == outs && d.ins == ins && d.nOuts == len(in.Outs) && d.nIns == len(in.Ins) &&
+		d = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
+		if d.model != nil && d.outs == outs && d.ins == ins && int(d.nOuts) == len(in.Outs) && int(d.nIns) == len(in.Ins) &&
 			d.op == in.Op && d.engine == in.Engine && d.chip == in.Chip && d.core == in.Core && d.attrs.sameScalars(&in.Attrs) {
 			c.Hits++
 			if err := c.limits.checkSems(in); err != nil {
 				return nil, err
 			}
+			*is = instSlot{in: in, d: d, gen: d.gen}
 			return d, nil
 		}
 		c.Misses++
+		if len(c.slots) < decodeSlotsMax {
+			bit := (h ^ h>>16) % seenBits
+			if c.seen[bit/64]&(1<<(bit%64)) != 0 {
+				c.repeats++
+			}
+			c.seen[bit/64] |= 1 << (bit % 64)
+			if c.seenMisses++; c.seenMisses == seenBits/8 {
+				c.seen, c.seenMisses = [seenBits / 64]uint64{}, 0
+			}
+			c.growMisses++
+			if 2*c.repeats > len(c.slots) && 4*c.repeats > c.growMisses {
+				// Thrashing: start a table twice the size. Decodings
+				// already handed out stay valid (byInst may still point at
+				// them).
+				c.slots, c.repeats, c.growMisses = make([]Decoded, 2*len(c.slots)), 0, 0
+				d = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
+			}
+		}
 	}
 	if err := c.limits.Check(in); err != nil {
 		// Leave no half-filled entry behind.
 		d.model = nil
 		return nil, err
 	}
-	*d = Decoded{Flags: c.model.Flags(in), model: c.model, outs: outs, ins: ins, nOuts: len(in.Outs), nIns: len(in.Ins),
+	*d = Decoded{Flags: c.model.Flags(in), model: c.model, cache: c, gen: d.gen + 1, outs: outs, ins: ins, nOuts: int32(len(in.Outs)), nIns: int32(len(in.Ins)),
 		op: in.Op, engine: in.Engine, chip: in.Chip, core: in.Core, attrs: in.Attrs}
 	FillEnv(in, &d.Env)
+	if cacheable {
+		*is = instSlot{in: in, d: d, gen: d.gen}
+	}
 	return d, nil
 }
 

@@ -1,6 +1,7 @@
 package isa
 
 import (
+	"math/rand"
 	"reflect"
 	"testing"
 
@@ -130,4 +131,68 @@ func TestAttrsSameScalarsCoversEveryField(t *testing.T) {
 		assert.False(t, a.sameScalars(&b), "sameScalars ignores Attrs.%s", f.Name)
 		assert.True(t, b.sameScalars(&b))
 	}
+}
+
+// TestDecodeCacheAgreesWithDirectCosting decodes a shuffled stream of
+// instructions — some handed out again, some fresh with shared operands,
+// more bodies than the cache has slots — and checks every decoding against
+// costing the instruction directly.
+func TestDecodeCacheAgreesWithDirectCosting(t *testing.T) {
+	m := decodeModel(t)
+	c := NewDecodeCache(trn2Limits(), m)
+	rng := rand.New(rand.NewSource(1))
+	var operands [][]Operand
+	for i := int64(0); i < 700; i++ {
+		n := 1 + i%512
+		operands = append(operands, []Operand{sbufB(BF16, 128, n).at(2 * i).v(t)})
+	}
+	ops := []Opcode{OpTensorCopy, OpTensorScalar}
+	var pool []*Instruction
+	for i := 0; i < 3000; i++ {
+		var in *Instruction
+		if len(pool) > 0 && rng.Intn(2) == 0 {
+			in = pool[rng.Intn(len(pool))] // the same instruction again
+		} else {
+			in = &Instruction{Op: ops[rng.Intn(len(ops))], Engine: EngineVector,
+				Outs: operands[rng.Intn(len(operands))], Ins: operands[rng.Intn(len(operands))],
+				Attrs: Attrs{ALU0: ALUOp(rng.Intn(3))}, Waits: []SemWait{{Sem: SemRef{ID: int32(rng.Intn(4))}, Value: int64(i)}}}
+			pool = append(pool, in)
+		}
+		d, err := c.Decode(in)
+		require.NoError(t, err)
+		require.Equal(t, m.Flags(in), d.Flags, "instruction %d", i)
+		require.Equal(t, m.CostOf(in, 0, &CostEnv{}), d.Cost(0), "instruction %d", i)
+	}
+	assert.Greater(t, c.Hits, int64(500))
+	assert.Greater(t, c.Misses, int64(500))
+}
+
+// A table that thrashes on bodies it reuses grows; one-off bodies never
+// make it grow.
+func TestDecodeCacheGrowsOnlyWhenReuseThrashes(t *testing.T) {
+	m := decodeModel(t)
+	var operands [][]Operand
+	for i := int64(0); i < 3*decodeSlotsMin; i++ {
+		operands = append(operands, []Operand{sbufB(BF16, 128, 4).at(8 * i).v(t)})
+	}
+	body := func(i int) *Instruction {
+		return &Instruction{Op: OpTensorCopy, Engine: EngineVector, Outs: operands[i], Ins: operands[i]}
+	}
+
+	once := NewDecodeCache(trn2Limits(), m)
+	for i := range operands {
+		_, err := once.Decode(body(i))
+		require.NoError(t, err)
+	}
+	assert.Len(t, once.slots, decodeSlotsMin, "one-off bodies")
+
+	cycled := NewDecodeCache(trn2Limits(), m)
+	for round := 0; round < 6; round++ {
+		for i := range operands {
+			_, err := cycled.Decode(body(i)) // fresh instructions, repeated bodies
+			require.NoError(t, err)
+		}
+	}
+	assert.Greater(t, len(cycled.slots), decodeSlotsMin, "reused bodies that thrash")
+	assert.Greater(t, cycled.Hits, int64(len(operands)), "and, grown, it hits")
 }

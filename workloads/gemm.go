@@ -444,6 +444,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	mvCache := make([][]isa.Operand, p.nbuf*KT*ntMax)
 	psCache := make([][]isa.Operand, len(ps))
 	resCache := make([][]isa.Operand, nRes*MT*ntMax)
+	accCache := make([][]isa.Operand, nRes*MT*ntMax*int64(len(ps)))
 	lsOp := func(slot, kt, mt, krows, rows int64) []isa.Operand {
 		if krows == 128 && rows == 128 {
 			i := (slot*KT+kt)*MT + mt
@@ -482,6 +483,20 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			return resCache[i]
 		}
 		return b.viewOps(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
+	}
+
+	// accOps is the operand pair (result tile, PSUM tile) of an
+	// accumulating evacuation, shared like the single views.
+	accOps := func(sl *slab, rslot, mt, nt, bank, rows, cols int64) []isa.Operand {
+		dst, src := resOp(rslot, mt, nt, rows, cols)[0], psOp(bank, rows, cols)[0]
+		if rows != 128 || cols != p.TN {
+			return sl.operands(dst, src)
+		}
+		i := ((rslot*MT+mt)*ntMax+nt)*int64(len(ps)) + bank
+		if accCache[i] == nil {
+			accCache[i] = []isa.Operand{dst, src}
+		}
+		return accCache[i]
 	}
 
 	sched := p.schedule()
@@ -692,7 +707,6 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 					}
 					dsts := resOp(si.resSlot, mt, nt, rows, cols)
 					srcs := psOp(g*tilesPerGroup+nt, rows, cols)
-					dst, src := dsts[0], srcs[0]
 					in := sl.inst()
 					switch {
 					case si.first && eng == isa.EngineScalar:
@@ -701,7 +715,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 					case si.first:
 						*in = isa.Instruction{Op: isa.OpTensorCopy, Outs: dsts, Ins: srcs}
 					default:
-						*in = isa.Instruction{Op: isa.OpTensorTensor, Outs: dsts, Ins: sl.operands(dst, src),
+						*in = isa.Instruction{Op: isa.OpTensorTensor, Outs: dsts, Ins: accOps(sl, si.resSlot, mt, nt, g*tilesPerGroup+nt, rows, cols),
 							Attrs: isa.Attrs{ALU0: isa.ALUAdd}}
 					}
 					in.Engine, in.Chip, in.Core, in.OpID = eng, b.chip, b.core, opID

@@ -34,31 +34,56 @@ type activity struct {
 // costs the same however many bins it spans: part has the time in the
 // interval's first and last bins, and full is a difference array of how
 // many intervals cover a bin whole (bin i is covered by the sum of
-// full[0..i]).
+// full[0..i]). Both are kept in chunks of binChunk bins, allocated as the
+// record grows and never copied.
 type bins struct {
-	part []clock.Time
-	full []int32
+	part [][]clock.Time
+	full [][]int32
+	n    int // bins in use
 }
+
+// binChunk is the number of bins per chunk (a power of two).
+const binChunk = 1 << 12
+
+// grow makes room for n bins.
+func (b *bins) grow(n int) {
+	for len(b.part)*binChunk < n {
+		b.part = append(b.part, make([]clock.Time, binChunk))
+		b.full = append(b.full, make([]int32, binChunk))
+	}
+	b.n = max(b.n, n)
+}
+
+func (b *bins) addPart(i int, t clock.Time) { b.part[i/binChunk][i%binChunk] += t }
+func (b *bins) addFull(i int, d int32)      { b.full[i/binChunk][i%binChunk] += d }
 
 // values returns the busy time of every bin.
 func (b *bins) values(width clock.Time) []clock.Time {
-	out := append([]clock.Time(nil), b.part...)
+	out := make([]clock.Time, b.n)
 	var n int32
 	for i := range out {
-		n += b.full[i]
-		out[i] += clock.Time(n) * width
+		n += b.full[i/binChunk][i%binChunk]
+		out[i] = b.part[i/binChunk][i%binChunk] + clock.Time(n)*width
 	}
 	return out
 }
 
-// materialise folds the whole-bin counts into part, in place.
-func (b *bins) materialise(width clock.Time) {
-	var n int32
-	for i := range b.part {
-		n += b.full[i]
-		b.part[i] += clock.Time(n) * width
-		b.full[i] = 0
+// merge doubles the bins' width: bin i becomes the old bins 2i and 2i+1.
+func (b *bins) merge(width clock.Time) {
+	v := b.values(width)
+	n := (len(v) + 1) / 2
+	for c := range b.part {
+		clear(b.part[c])
+		clear(b.full[c])
 	}
+	for i := 0; i < n; i++ {
+		x := v[2*i]
+		if 2*i+1 < len(v) {
+			x += v[2*i+1]
+		}
+		b.addPart(i, x)
+	}
+	b.n = n
 }
 
 type run struct {
@@ -112,49 +137,24 @@ func (a *activity) add(b *bins, start, end clock.Time) {
 		a.coarsen()
 	}
 	last := int((end - 1) / a.width)
-	if last+1 >= len(b.part) {
-		n := last + 2 // full[last+1] ends the run of whole bins
-		if n > cap(b.part) {
-			// Grow geometrically; coarsening then works in place.
-			c := min(a.maxBins+1, max(1024, 2*n))
-			part, full := make([]clock.Time, len(b.part), c), make([]int32, len(b.full), c)
-			copy(part, b.part)
-			copy(full, b.full)
-			b.part, b.full = part, full
-		}
-		b.part, b.full = b.part[:n], b.full[:n]
-	}
+	b.grow(last + 2) // full[last+1] ends the run of whole bins
 	first := int(start / a.width)
 	if first == last {
-		b.part[first] += end - start
+		b.addPart(first, end-start)
 		return
 	}
-	b.part[first] += clock.Time(first+1)*a.width - start
-	b.part[last] += end - clock.Time(last)*a.width
+	b.addPart(first, clock.Time(first+1)*a.width-start)
+	b.addPart(last, end-clock.Time(last)*a.width)
 	if last > first+1 {
-		b.full[first+1]++
-		b.full[last]--
+		b.addFull(first+1, 1)
+		b.addFull(last, -1)
 	}
 }
 
-// coarsen doubles the bin width, merging bins pairwise in place.
+// coarsen doubles the bin width, merging bins pairwise.
 func (a *activity) coarsen() {
-	merge := func(b *bins) {
-		b.materialise(a.width)
-		v := b.part
-		n := (len(v) + 1) / 2
-		for i := 0; i < n; i++ {
-			x := v[2*i]
-			if 2*i+1 < len(v) {
-				x += v[2*i+1]
-			}
-			b.part[i] = x
-		}
-		clear(b.part[n:])
-		b.part, b.full = b.part[:n], b.full[:n]
-	}
-	merge(&a.compute)
-	merge(&a.dma)
+	a.compute.merge(a.width)
+	a.dma.merge(a.width)
 	a.width *= 2
 }
 

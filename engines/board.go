@@ -52,8 +52,9 @@ func (w *waiter) woken() bool {
 // vector clocks.
 func NewSemBoard(chip, core int32, n, agents int) *SemBoard {
 	b := &SemBoard{Chip: chip, Core: core, sems: make([]semaphore, n)}
+	clocks := make(memory.VClock, n*agents) // one allocation for all
 	for i := range b.sems {
-		b.sems[i].vc = make(memory.VClock, agents)
+		b.sems[i].vc = clocks[i*agents : (i+1)*agents : (i+1)*agents]
 	}
 	return b
 }

@@ -4,30 +4,27 @@ import "unsafe"
 
 // Decoded is what the simulator derives from an instruction's body — its
 // opcode, engine, placement, operands and attributes, not its waits or
-// signals: the body has passed the limit checks, and its cost flags and
-// cost variables are known.
+// signals: the body has passed the limit checks and its cost flags are
+// known. It is small (about 100 bytes), so a cache of many stays cheap:
+// the attributes and cost variables are read from the first instruction
+// seen with the body.
 type Decoded struct {
-	// Hot fields first: the key compared on every lookup and the
-	// remembered cost share the first cache lines.
-
-	// The body it was decoded from: operand arrays by identity.
+	// The body it was decoded from: operand arrays by identity, and the
+	// first instruction with it (for its attributes and cost variables).
 	outs, ins   *Operand
+	proto       *Instruction
 	model       *CostModel
+	cache       *DecodeCache
 	gen         uint32 // bumped each time the slot is refilled
 	nOuts, nIns int32
 	chip, core  int32
 	op          Opcode
 	engine      Engine
 	costOK      bool
-	costNS      int64
-	cost        Cost
-	attrs       Attrs
-	cache       *DecodeCache
-
 	// Flags are the cost-table conditions that hold (CostModel.Flags).
-	Flags uint32
-	// Env holds the cost variables other than NS and I (FillEnv).
-	Env CostEnv
+	Flags  uint32
+	costNS int64
+	cost   Cost
 }
 
 // Cost returns the instruction's cost for a stationary free size ns
@@ -39,7 +36,7 @@ func (d *Decoded) Cost(ns int64) Cost {
 	// The cache's scratch environment: one on the stack would escape
 	// through the compiled expressions and cost an allocation.
 	env := &d.cache.env
-	*env = d.Env
+	FillEnv(d.proto, env)
 	env[VarNS] = float64(ns)
 	d.cost = d.model.cost(d.op, d.engine, d.Flags, env)
 	d.costNS, d.costOK = ns, true
@@ -54,9 +51,9 @@ func (d *Decoded) Cost(ns int64) Cost {
 // table. Bodies seen are remembered in a bit set of seenBits hashes,
 // cleared every seenBits/8 misses (so false repeats stay under 1 in 8).
 const (
-	decodeSlotsMin = 256
+	decodeSlotsMin = 64
 	decodeSlotsMax = 8192
-	seenBits       = 1 << 16
+	seenBits       = 1 << 14
 )
 
 // DecodeCache checks and decodes instructions for one engine, remembering
@@ -79,16 +76,13 @@ type DecodeCache struct {
 	repeats    int
 	growMisses int
 	env        CostEnv
-	// byInst remembers which slot decoded a recently seen instruction: a
+	// byInst (as long as slots) remembers which slot decoded a recently seen instruction: a
 	// stream that hands out the same instruction again (waits, signals and
 	// all) skips even the body comparison and the semaphore checks.
 	byInst []instSlot
 	// Hits and Misses count lookups.
 	Hits, Misses int64
 }
-
-// byInstSlots is the size of DecodeCache.byInst.
-const byInstSlots = 1024
 
 type instSlot struct {
 	in  *Instruction
@@ -98,14 +92,14 @@ type instSlot struct {
 
 // NewDecodeCache returns an empty cache for the given limits and costs.
 func NewDecodeCache(l *Limits, m *CostModel) *DecodeCache {
-	return &DecodeCache{limits: l, model: m, slots: make([]Decoded, decodeSlotsMin), byInst: make([]instSlot, byInstSlots)}
+	return &DecodeCache{limits: l, model: m, slots: make([]Decoded, decodeSlotsMin), byInst: make([]instSlot, decodeSlotsMin)}
 }
 
 // Decode checks in against the limits (a *LimitError on failure) and
 // returns its decoding, valid until the next call.
 func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 	ih := uintptr(unsafe.Pointer(in)) >> 4
-	is := &c.byInst[(ih^ih>>9)%byInstSlots]
+	is := &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
 	if is.in == in && is.d.gen == is.gen && is.d.model != nil {
 		c.Hits++
 		return is.d, nil
@@ -123,7 +117,7 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 		h := uintptr(unsafe.Pointer(outs))>>3*0x9E3779B1 ^ uintptr(unsafe.Pointer(ins))>>3 ^ uintptr(in.Op)<<7
 		d = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
 		if d.model != nil && d.outs == outs && d.ins == ins && int(d.nOuts) == len(in.Outs) && int(d.nIns) == len(in.Ins) &&
-			d.op == in.Op && d.engine == in.Engine && d.chip == in.Chip && d.core == in.Core && d.attrs.sameScalars(&in.Attrs) {
+			d.op == in.Op && d.engine == in.Engine && d.chip == in.Chip && d.core == in.Core && d.proto.Attrs.sameScalars(&in.Attrs) {
 			c.Hits++
 			if err := c.limits.checkSems(in); err != nil {
 				return nil, err
@@ -147,6 +141,8 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 				// already handed out stay valid (byInst may still point at
 				// them).
 				c.slots, c.repeats, c.growMisses = make([]Decoded, 2*len(c.slots)), 0, 0
+				c.byInst = make([]instSlot, len(c.slots))
+				is = &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
 				d = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
 			}
 		}
@@ -156,9 +152,8 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 		d.model = nil
 		return nil, err
 	}
-	*d = Decoded{Flags: c.model.Flags(in), model: c.model, cache: c, gen: d.gen + 1, outs: outs, ins: ins, nOuts: int32(len(in.Outs)), nIns: int32(len(in.Ins)),
-		op: in.Op, engine: in.Engine, chip: in.Chip, core: in.Core, attrs: in.Attrs}
-	FillEnv(in, &d.Env)
+	*d = Decoded{Flags: c.model.Flags(in), model: c.model, cache: c, gen: d.gen + 1, outs: outs, ins: ins, proto: in,
+		nOuts: int32(len(in.Outs)), nIns: int32(len(in.Ins)), op: in.Op, engine: in.Engine, chip: in.Chip, core: in.Core}
 	if cacheable {
 		*is = instSlot{in: in, d: d, gen: d.gen}
 	}

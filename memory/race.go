@@ -301,6 +301,13 @@ func (d *RaceDetector) check(a *accessSpan, vc VClock) (race rec, raceAgent int3
 		if own == nil {
 			own = &agentRing{agent: agent}
 			b.groups = append(b.groups, own)
+		} else if own.n > 0 && covers(a, own.at(int(own.n)-1)) {
+			// a covers the agent's newest record, whose epoch is older:
+			// anything that races with that record races with a, so a
+			// takes its place.
+			*own.at(int(own.n) - 1) = mine
+			own.maxEpoch = mine.epoch
+			continue
 		} else if int(own.n) == recordsPerAgent && !covers(a, own.at(0)) {
 			// Full, and the oldest record (which the push forgets) is not
 			// made redundant by a: drop the agent's records that a makes

@@ -27,6 +27,7 @@ import (
 	"github.com/sarchlab/akita/v3/sim"
 
 	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/internal/eventpool"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/memory"
 )
@@ -117,9 +118,8 @@ type Subsystem struct {
 	fsPerByte   float64
 	gen         uint64
 	pending     clock.Time // time of the scheduled event, or Never
-	// spare events and transfers for reuse (see Sequencer.spare).
-	spare      []*wakeEvent
-	handled    *wakeEvent
+	// events and transfers for reuse.
+	events     eventpool.Pool[wakeEvent]
 	freeXfers  []*transfer
 	touched    []*transfer
 	queueNames []string
@@ -560,10 +560,7 @@ func (d *Subsystem) Handle(ev sim.Event) error {
 	if !ok {
 		return nil
 	}
-	if d.handled != nil {
-		d.spare = append(d.spare, d.handled)
-	}
-	d.handled = we
+	d.events.Handled(we)
 	if we.gen != d.gen {
 		return nil
 	}
@@ -608,13 +605,7 @@ func (d *Subsystem) update(now clock.Time) {
 	if next != clock.Never && next != d.pending {
 		d.gen++
 		d.pending = next
-		var ev *wakeEvent
-		if n := len(d.spare); n > 0 {
-			ev = d.spare[n-1]
-			d.spare = d.spare[:n-1]
-		} else {
-			ev = &wakeEvent{sub: d}
-		}
+		ev := d.events.Get(func() *wakeEvent { return &wakeEvent{sub: d} })
 		ev.at, ev.vt, ev.gen = next, next.VTime(), d.gen
 		d.env.Engine.Schedule(ev)
 	}

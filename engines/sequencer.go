@@ -6,6 +6,7 @@ import (
 	"github.com/sarchlab/akita/v3/sim"
 
 	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/internal/eventpool"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/memory"
 )
@@ -61,12 +62,9 @@ type Sequencer struct {
 
 	gen      uint64
 	pendingT clock.Time // time of the scheduled issue event, or Never
-	// spare events for reuse: an event goes back once the one handled
-	// after it runs (Akita's after-event hooks still see the old one).
-	spare   []*issueEvent
-	handled *issueEvent
-	done    bool
-	busyEnd clock.Time
+	events   eventpool.Pool[issueEvent]
+	done     bool
+	busyEnd  clock.Time
 
 	inflight [4]inflightWrite
 	inflN    int
@@ -146,13 +144,7 @@ func (s *Sequencer) wakeAt(t clock.Time) {
 	}
 	s.gen++
 	s.pendingT = t
-	var ev *issueEvent
-	if n := len(s.spare); n > 0 {
-		ev = s.spare[n-1]
-		s.spare = s.spare[:n-1]
-	} else {
-		ev = &issueEvent{seq: s}
-	}
+	ev := s.events.Get(func() *issueEvent { return &issueEvent{seq: s} })
 	ev.at, ev.vt, ev.gen = t, t.VTime(), s.gen
 	s.core.Sim.Engine.Schedule(ev)
 }
@@ -163,10 +155,7 @@ func (s *Sequencer) Handle(e sim.Event) error {
 	if !ok {
 		return nil
 	}
-	if s.handled != nil {
-		s.spare = append(s.spare, s.handled)
-	}
-	s.handled = ev
+	s.events.Handled(ev)
 	if ev.gen != s.gen {
 		return nil
 	}

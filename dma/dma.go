@@ -119,7 +119,7 @@ type Subsystem struct {
 	gen         uint64
 	pending     clock.Time // time of the scheduled event, or Never
 	// events and transfers for reuse.
-	events     eventpool.Pool[wakeEvent]
+	events     eventpool.Pool
 	freeXfers  []*transfer
 	touched    []*transfer
 	queueNames []string
@@ -145,6 +145,7 @@ func New(cfg Config, env Env) *Subsystem {
 		dgeFree:     make([]clock.Time, cfg.HWDGEBlocks),
 		fsPerByte:   1e6 / cfg.EngineGBps,
 	}
+	d.events.Handler = d
 	d.Stats.QueueTransfers = make([]int64, cfg.Queues)
 	d.Stats.Engines = make([]EngineStats, cfg.Engines)
 	d.mirror.FirstByte = clock.Never
@@ -543,35 +544,20 @@ type Engine struct {
 	busySince clock.Time
 }
 
-type wakeEvent struct {
-	at  clock.Time
-	vt  sim.VTimeInSec
-	sub *Subsystem
-	gen uint64
-}
-
-func (e *wakeEvent) Time() sim.VTimeInSec { return e.vt }
-func (e *wakeEvent) Handler() sim.Handler { return e.sub }
-func (e *wakeEvent) IsSecondary() bool    { return false }
-
 // Handle brings the engines up to date at the event's time.
 func (d *Subsystem) Handle(ev sim.Event) error {
-	we, ok := ev.(*wakeEvent)
-	if !ok {
-		return nil
-	}
-	d.events.Handled(we)
-	if we.gen != d.gen {
+	we, ok := d.events.Handled(ev)
+	if !ok || we.Gen != d.gen {
 		return nil
 	}
 	if d.env.Event != nil {
-		d.env.Event(we.at)
+		d.env.Event(we.At)
 	}
 	if d.env.Failed() {
 		return nil
 	}
 	d.pending = clock.Never
-	d.update(we.at)
+	d.update(we.At)
 	return nil
 }
 
@@ -605,9 +591,7 @@ func (d *Subsystem) update(now clock.Time) {
 	if next != clock.Never && next != d.pending {
 		d.gen++
 		d.pending = next
-		ev := d.events.Get(func() *wakeEvent { return &wakeEvent{sub: d} })
-		ev.at, ev.vt, ev.gen = next, next.VTime(), d.gen
-		d.env.Engine.Schedule(ev)
+		d.events.Schedule(d.env.Engine, next, d.gen)
 	}
 }
 

@@ -86,7 +86,9 @@ func (nilStream) Next() (*isa.Instruction, error) { return nil, nil }
 // semaphore waiter.
 func testSeq() *Sequencer {
 	c := &Core{Sim: &Sim{Engine: sim.NewSerialEngine()}}
-	return &Sequencer{core: c, stream: nilStream{}, pendingT: clock.Never, waitStart: -1}
+	s := &Sequencer{core: c, stream: nilStream{}, pendingT: clock.Never, waitStart: -1}
+	s.events.Handler = s
+	return s
 }
 
 // woke runs the sequencer's engine and returns the time of its wake-up, or

@@ -62,7 +62,7 @@ type Sequencer struct {
 
 	gen      uint64
 	pendingT clock.Time // time of the scheduled issue event, or Never
-	events   eventpool.Pool[issueEvent]
+	events   eventpool.Pool
 	done     bool
 	busyEnd  clock.Time
 
@@ -80,17 +80,6 @@ type inflightWrite struct {
 	completion clock.Time
 }
 
-type issueEvent struct {
-	at  clock.Time
-	vt  sim.VTimeInSec
-	seq *Sequencer
-	gen uint64
-}
-
-func (e *issueEvent) Time() sim.VTimeInSec { return e.vt }
-func (e *issueEvent) Handler() sim.Handler { return e.seq }
-func (e *issueEvent) IsSecondary() bool    { return false }
-
 func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 	name := fmt.Sprintf("Chip[%d].Core[%d].%s", c.Cfg.Chip, c.Cfg.Core, seqNames[e])
 	s := &Sequencer{
@@ -106,6 +95,7 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		curIndex:      -1,
 		decode:        isa.NewDecodeCache(c.Cfg.Limits, c.Cfg.Cost),
 	}
+	s.events.Handler = s
 	if c.Race != nil {
 		s.vc = make(memory.VClock, c.Cfg.Agents)
 	}
@@ -144,19 +134,13 @@ func (s *Sequencer) wakeAt(t clock.Time) {
 	}
 	s.gen++
 	s.pendingT = t
-	ev := s.events.Get(func() *issueEvent { return &issueEvent{seq: s} })
-	ev.at, ev.vt, ev.gen = t, t.VTime(), s.gen
-	s.core.Sim.Engine.Schedule(ev)
+	s.events.Schedule(s.core.Sim.Engine, t, s.gen)
 }
 
 // Handle runs an issue attempt.
 func (s *Sequencer) Handle(e sim.Event) error {
-	ev, ok := e.(*issueEvent)
-	if !ok {
-		return nil
-	}
-	s.events.Handled(ev)
-	if ev.gen != s.gen {
+	ev, ok := s.events.Handled(e)
+	if !ok || ev.Gen != s.gen {
 		return nil
 	}
 	simState := s.core.Sim
@@ -165,7 +149,7 @@ func (s *Sequencer) Handle(e sim.Event) error {
 		return nil
 	}
 	s.pendingT = clock.Never
-	now := ev.at
+	now := ev.At
 	simState.Now = now
 	s.step(now)
 	return nil

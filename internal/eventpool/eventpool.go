@@ -1,32 +1,67 @@
-// Package eventpool recycles a component's Akita events. A component that
-// schedules many events of one type takes them from a Pool and hands each
-// back when it is handled; the pool reuses an event only once the next one
-// has been handled, because Akita's after-event hooks still see an event
-// after its handler returns.
+// Package eventpool gives a component recycled Akita wake-up events. A
+// component that schedules many wake-ups (a sequencer, a DMA subsystem)
+// schedules them through a Pool and passes each event it handles back; an
+// event is reused only once the next one has been handled, because Akita's
+// after-event hooks still see an event after its handler returns.
 package eventpool
 
-// Pool holds spare events of type E. The zero Pool is ready to use. Not
-// safe for concurrent use (one per component, on a serial engine).
-type Pool[E any] struct {
-	spare   []*E
-	handled *E
+import (
+	"github.com/sarchlab/akita/v3/sim"
+
+	"github.com/trnsim/trnsim/clock"
+)
+
+// Event is a wake-up of one handler at a femtosecond time, tagged with the
+// handler's generation so that a superseded wake-up can be ignored.
+type Event struct {
+	// At is the wake-up time; Gen the generation it was scheduled in.
+	At  clock.Time
+	Gen uint64
+	vt  sim.VTimeInSec
+	h   sim.Handler
 }
 
-// Get returns a spare event, or a new one from fresh.
-func (p *Pool[E]) Get(fresh func() *E) *E {
+// Time returns the event's time in Akita's units.
+func (e *Event) Time() sim.VTimeInSec { return e.vt }
+
+// Handler returns the component the event wakes.
+func (e *Event) Handler() sim.Handler { return e.h }
+
+// IsSecondary reports false: wake-ups are primary events.
+func (e *Event) IsSecondary() bool { return false }
+
+// Pool schedules recycled events for one handler. Set Handler before use.
+// Not safe for concurrent use (one per component, on a serial engine).
+type Pool struct {
+	Handler sim.Handler
+	spare   []*Event
+	handled *Event
+}
+
+// Schedule schedules a wake-up of the pool's handler at time at, tagged gen.
+func (p *Pool) Schedule(engine sim.Engine, at clock.Time, gen uint64) {
+	var e *Event
 	if n := len(p.spare); n > 0 {
-		e := p.spare[n-1]
+		e = p.spare[n-1]
 		p.spare = p.spare[:n-1]
-		return e
+	} else {
+		e = &Event{h: p.Handler}
 	}
-	return fresh()
+	e.At, e.Gen, e.vt = at, gen, at.VTime()
+	engine.Schedule(e)
 }
 
-// Handled marks e as being handled: the event handled before it becomes
-// spare.
-func (p *Pool[E]) Handled(e *E) {
+// Handled is called with every event the handler receives. It returns the
+// event as a wake-up (false for any other kind), and makes the wake-up
+// handled before it spare.
+func (p *Pool) Handled(ev sim.Event) (*Event, bool) {
+	e, ok := ev.(*Event)
+	if !ok {
+		return nil, false
+	}
 	if p.handled != nil {
 		p.spare = append(p.spare, p.handled)
 	}
 	p.handled = e
+	return e, true
 }

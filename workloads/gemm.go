@@ -445,58 +445,44 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	psCache := make([][]isa.Operand, len(ps))
 	resCache := make([][]isa.Operand, nRes*MT*ntMax)
 	accCache := make([][]isa.Operand, nRes*MT*ntMax*int64(len(ps)))
-	lsOp := func(slot, kt, mt, krows, rows int64) []isa.Operand {
-		if krows == 128 && rows == 128 {
-			i := (slot*KT+kt)*MT + mt
-			if lsCache[i] == nil {
-				lsCache[i] = b.viewOps(aBuf[slot], rng(0, 128), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+128))
-			}
-			return lsCache[i]
+	// memo returns the view cache[i] of a full tile, built once, or a fresh
+	// view of a partial one.
+	memo := func(cache [][]isa.Operand, i int64, full bool, view func() []isa.Operand) []isa.Operand {
+		if !full {
+			return view()
 		}
-		return b.viewOps(aBuf[slot], rng(0, krows), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+rows))
+		if cache[i] == nil {
+			cache[i] = view()
+		}
+		return cache[i]
+	}
+	lsOp := func(slot, kt, mt, krows, rows int64) []isa.Operand {
+		return memo(lsCache, (slot*KT+kt)*MT+mt, krows == 128 && rows == 128, func() []isa.Operand {
+			return b.viewOps(aBuf[slot], rng(0, krows), rng(kt*p.BM+mt*128, kt*p.BM+mt*128+rows))
+		})
 	}
 	mvOp := func(slot, kt, nt, krows, cols int64) []isa.Operand {
-		if krows == 128 && cols == p.TN {
-			i := (slot*KT+kt)*ntMax + nt
-			if mvCache[i] == nil {
-				mvCache[i] = b.viewOps(bBuf[slot], rng(0, 128), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+p.TN))
-			}
-			return mvCache[i]
-		}
-		return b.viewOps(bBuf[slot], rng(0, krows), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+cols))
+		return memo(mvCache, (slot*KT+kt)*ntMax+nt, krows == 128 && cols == p.TN, func() []isa.Operand {
+			return b.viewOps(bBuf[slot], rng(0, krows), rng(kt*p.BN+nt*p.TN, kt*p.BN+nt*p.TN+cols))
+		})
 	}
 	psOp := func(bank, rows, cols int64) []isa.Operand {
-		if rows == 128 && cols == p.TN {
-			if psCache[bank] == nil {
-				psCache[bank] = b.viewOps(ps[bank], rng(0, 128), rng(0, p.TN))
-			}
-			return psCache[bank]
-		}
-		return b.viewOps(ps[bank], rng(0, rows), rng(0, cols))
+		return memo(psCache, bank, rows == 128 && cols == p.TN, func() []isa.Operand {
+			return b.viewOps(ps[bank], rng(0, rows), rng(0, cols))
+		})
 	}
 	resOp := func(rslot, mt, nt, rows, cols int64) []isa.Operand {
-		if rows == 128 && cols == p.TN {
-			i := (rslot*MT+mt)*ntMax + nt
-			if resCache[i] == nil {
-				resCache[i] = b.viewOps(resBuf[rslot], rng(0, 128), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+p.TN))
-			}
-			return resCache[i]
-		}
-		return b.viewOps(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
+		return memo(resCache, (rslot*MT+mt)*ntMax+nt, rows == 128 && cols == p.TN, func() []isa.Operand {
+			return b.viewOps(resBuf[rslot], rng(0, rows), rng(mt*p.BN+nt*p.TN, mt*p.BN+nt*p.TN+cols))
+		})
 	}
 
 	// accOps is the operand pair (result tile, PSUM tile) of an
 	// accumulating evacuation, shared like the single views.
 	accOps := func(sl *slab, rslot, mt, nt, bank, rows, cols int64) []isa.Operand {
-		dst, src := resOp(rslot, mt, nt, rows, cols)[0], psOp(bank, rows, cols)[0]
-		if rows != 128 || cols != p.TN {
-			return sl.operands(dst, src)
-		}
-		i := ((rslot*MT+mt)*ntMax+nt)*int64(len(ps)) + bank
-		if accCache[i] == nil {
-			accCache[i] = []isa.Operand{dst, src}
-		}
-		return accCache[i]
+		return memo(accCache, ((rslot*MT+mt)*ntMax+nt)*int64(len(ps))+bank, rows == 128 && cols == p.TN, func() []isa.Operand {
+			return sl.operands(resOp(rslot, mt, nt, rows, cols)[0], psOp(bank, rows, cols)[0])
+		})
 	}
 
 	sched := p.schedule()

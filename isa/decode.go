@@ -98,7 +98,7 @@ func NewDecodeCache(l *Limits, m *CostModel) *DecodeCache {
 // Decode checks in against the limits (a *LimitError on failure) and
 // returns its decoding, valid until the next call.
 func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
-	ih := uintptr(unsafe.Pointer(in)) >> 4
+	ih := instHash(in)
 	is := &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
 	if is.in == in && is.d.gen == is.gen && is.d.model != nil {
 		c.Hits++
@@ -114,7 +114,7 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 	cacheable := in.Attrs.BarrierCores == nil && (outs != nil || ins != nil)
 	d := &c.scratch
 	if cacheable {
-		h := uintptr(unsafe.Pointer(outs))>>3*0x9E3779B1 ^ uintptr(unsafe.Pointer(ins))>>3 ^ uintptr(in.Op)<<7
+		h := bodyHash(outs, ins, in.Op)
 		d = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
 		if d.model != nil && d.outs == outs && d.ins == ins && int(d.nOuts) == len(in.Outs) && int(d.nIns) == len(in.Ins) &&
 			d.op == in.Op && d.engine == in.Engine && d.chip == in.Chip && d.core == in.Core && d.proto.Attrs.sameScalars(&in.Attrs) {
@@ -137,11 +137,7 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 			}
 			c.growMisses++
 			if 2*c.repeats > len(c.slots) && 4*c.repeats > c.growMisses {
-				// Thrashing: start a table twice the size. Decodings
-				// already handed out stay valid (byInst may still point at
-				// them).
-				c.slots, c.repeats, c.growMisses = make([]Decoded, 2*len(c.slots)), 0, 0
-				c.byInst = make([]instSlot, len(c.slots))
+				c.grow()
 				is = &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
 				d = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
 			}
@@ -158,6 +154,34 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 		*is = instSlot{in: in, d: d, gen: d.gen}
 	}
 	return d, nil
+}
+
+// bodyHash hashes a body's operand arrays and opcode.
+func bodyHash(outs, ins *Operand, op Opcode) uintptr {
+	return uintptr(unsafe.Pointer(outs))>>3*0x9E3779B1 ^ uintptr(unsafe.Pointer(ins))>>3 ^ uintptr(op)<<7
+}
+
+// instHash hashes an instruction's address.
+func instHash(in *Instruction) uintptr { return uintptr(unsafe.Pointer(in)) >> 4 }
+
+// grow doubles the tables, moving every entry across (a slot's decoding is
+// copied; a byInst entry keeps pointing at the old copy, which stays valid).
+func (c *DecodeCache) grow() {
+	old, oldInst := c.slots, c.byInst
+	c.slots, c.byInst = make([]Decoded, 2*len(old)), make([]instSlot, 2*len(oldInst))
+	c.repeats, c.growMisses = 0, 0
+	for i := range old {
+		if d := &old[i]; d.model != nil {
+			h := bodyHash(d.outs, d.ins, d.op)
+			c.slots[(h^h>>16)&uintptr(len(c.slots)-1)] = *d
+		}
+	}
+	for _, is := range oldInst {
+		if is.in != nil {
+			ih := instHash(is.in)
+			c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)] = is
+		}
+	}
 }
 
 // sameScalars reports whether two attribute sets agree in every field but

@@ -314,7 +314,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	default:
 		start = t
 		// The engine's own in-flight results (RAW and WAW interlock).
-		if dep := s.dependencyTime(in, start); dep > start {
+		if dep := s.dependencyTime(start); dep > start {
 			start, cause = s.clk.Edge(dep), StallDependency
 		}
 		// Shared ports and PSUM banks.
@@ -323,7 +323,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 		if interval == s.clk.Cycles(cost.IntervalCycles) {
 			next = s.clk.After(start, cost.IntervalCycles)
 		}
-		s.recordInflight(in, start+latency)
+		s.recordInflight(start + latency)
 	}
 
 	// Stall accounting: the gap between ready and start goes to the binding
@@ -347,7 +347,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 
 	// Data races against every other agent.
 	if c.Race != nil && !in.Op.IsDMA() {
-		if err := c.Race.CheckInstruction(in, s.agent, s.name, s.vc, c.Sim.Describe); err != nil {
+		if err := c.Race.CheckSpans(in, s.curDec.Spans(), s.agent, s.name, s.vc, c.Sim.Describe); err != nil {
 			c.Sim.Fail(err)
 			return 0, false
 		}
@@ -406,15 +406,16 @@ func (s *Sequencer) claimPorts(in *isa.Instruction, start, interval clock.Time, 
 	var causes [4]StallCause
 	n := 0
 	usesSBUF, usesPSUM := false, false
-	in.Operands(func(op *isa.Operand, _ isa.OperandRole) {
-		switch op.AP.Mem {
+	spans := s.curDec.Spans()
+	for i := range spans {
+		sp := &spans[i]
+		switch sp.Mem {
 		case isa.MemSBUF:
 			usesSBUF = true
 		case isa.MemPSUM:
 			usesPSUM = true
 			if c.Cfg.SamePSUMBankExclusive && n < len(ports) && (s.eng == isa.EngineVector || s.eng == isa.EngineScalar || s.eng == isa.EngineGpSimd) {
-				lo, _ := op.AP.ByteSpan()
-				bank := int(lo / c.Cfg.Limits.PSUMBankBytes())
+				bank := int(sp.Lo / c.Cfg.Limits.PSUMBankBytes())
 				if bank < len(c.psumBank) {
 					p := c.psumBank[bank]
 					dup := false
@@ -428,7 +429,7 @@ func (s *Sequencer) claimPorts(in *isa.Instruction, start, interval clock.Time, 
 				}
 			}
 		}
-	})
+	}
 	if usesSBUF && c.Cfg.VectorGpSimdShareSBUF && (s.eng == isa.EngineVector || s.eng == isa.EngineGpSimd) && n < len(ports) {
 		ports[n], causes[n] = c.sbufVG, StallPort
 		n++
@@ -459,37 +460,36 @@ func (s *Sequencer) claimPorts(in *isa.Instruction, start, interval clock.Time, 
 }
 
 // dependencyTime returns when the engine's own in-flight writes that the
-// instruction touches are complete.
-func (s *Sequencer) dependencyTime(in *isa.Instruction, t clock.Time) clock.Time {
+// current instruction touches are complete (t if none).
+func (s *Sequencer) dependencyTime(t clock.Time) clock.Time {
 	dep := t
 	if s.inflN == 0 {
 		return dep
 	}
-	in.Operands(func(op *isa.Operand, _ isa.OperandRole) {
-		ap := &op.AP
-		if !ap.Mem.OnChip() {
-			return
-		}
-		lo, hi := ap.ByteSpan()
-		for i := 0; i < s.inflN; i++ {
-			w := &s.inflight[i]
-			if w.completion <= dep || w.mem != ap.Mem || w.plo >= ap.PartStart+ap.PartCount || ap.PartStart >= w.phi || w.lo >= hi || lo >= w.hi {
+	spans := s.curDec.Spans()
+	for i := range spans {
+		sp := &spans[i]
+		for j := 0; j < s.inflN; j++ {
+			w := &s.inflight[j]
+			if w.completion <= dep || w.mem != sp.Mem || w.plo >= sp.PartHi || sp.PartLo >= w.phi || w.lo >= sp.Hi || sp.Lo >= w.hi {
 				continue
 			}
 			dep = w.completion
 		}
-	})
+	}
 	return dep
 }
 
-func (s *Sequencer) recordInflight(in *isa.Instruction, completion clock.Time) {
-	for i := range in.Outs {
-		ap := &in.Outs[i].AP
-		if !ap.Mem.OnChip() {
-			continue
+// recordInflight remembers the current instruction's on-chip writes, which
+// complete at completion.
+func (s *Sequencer) recordInflight(completion clock.Time) {
+	spans := s.curDec.Spans()
+	for i := range spans {
+		sp := &spans[i]
+		if !sp.Write {
+			break // outputs come first
 		}
-		lo, hi := ap.ByteSpan()
-		w := inflightWrite{mem: ap.Mem, plo: ap.PartStart, phi: ap.PartStart + ap.PartCount, lo: lo, hi: hi, completion: completion}
+		w := inflightWrite{mem: sp.Mem, plo: sp.PartLo, phi: sp.PartHi, lo: sp.Lo, hi: sp.Hi, completion: completion}
 		if s.inflN < len(s.inflight) {
 			s.inflight[s.inflN] = w
 			s.inflN++

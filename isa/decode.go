@@ -5,7 +5,7 @@ import "unsafe"
 // Decoded is what the simulator derives from an instruction's body — its
 // opcode, engine, placement, operands and attributes, not its waits or
 // signals: the body has passed the limit checks and its cost flags are
-// known. It is small (about 100 bytes), so a cache of many stays cheap:
+// known. It is small (about 250 bytes), so a cache of many stays cheap:
 // the attributes and cost variables are read from the first instruction
 // seen with the body.
 type Decoded struct {
@@ -23,8 +23,52 @@ type Decoded struct {
 	costOK      bool
 	// Flags are the cost-table conditions that hold (CostModel.Flags).
 	Flags  uint32
+	nSpans int32
 	costNS int64
 	cost   Cost
+	// spans are the on-chip operands' byte spans, outputs first.
+	spans [maxOperands]Span
+}
+
+// maxOperands bounds an instruction's operands (one output and up to three
+// inputs; see opInfo).
+const maxOperands = 4
+
+// Span is one operand's footprint in SBUF or PSUM: partitions
+// [PartLo, PartHi) and the bounding byte range [Lo, Hi) inside each (see
+// AccessPattern.ByteSpan).
+type Span struct {
+	Mem            Memory
+	Write          bool // an output
+	Chip, Core     int32
+	PartLo, PartHi int32
+	Lo, Hi         int64
+}
+
+// Spans returns the on-chip operands' spans, outputs first; operands in
+// HBM and empty ones are left out.
+func (d *Decoded) Spans() []Span { return d.spans[:d.nSpans] }
+
+// AppendSpans appends the on-chip spans of in's operands, outputs first
+// (what Decoded.Spans holds), to dst.
+func AppendSpans(dst []Span, in *Instruction) []Span {
+	add := func(ops []Operand, write bool) {
+		for i := range ops {
+			ap := &ops[i].AP
+			if !ap.Mem.OnChip() {
+				continue
+			}
+			lo, hi := ap.ByteSpan()
+			if hi <= lo {
+				continue
+			}
+			dst = append(dst, Span{Mem: ap.Mem, Write: write, Chip: ap.Chip, Core: ap.Core,
+				PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount, Lo: lo, Hi: hi})
+		}
+	}
+	add(in.Outs, true)
+	add(in.Ins, false)
+	return dst
 }
 
 // Cost returns the instruction's cost for a stationary free size ns
@@ -150,6 +194,7 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 	}
 	*d = Decoded{Flags: c.model.Flags(in), model: c.model, cache: c, gen: d.gen + 1, outs: outs, ins: ins, proto: in,
 		nOuts: int32(len(in.Outs)), nIns: int32(len(in.Ins)), op: in.Op, engine: in.Engine, chip: in.Chip, core: in.Core}
+	d.nSpans = int32(len(AppendSpans(d.spans[:0], in)))
 	if cacheable {
 		*is = instSlot{in: in, d: d, gen: d.gen}
 	}

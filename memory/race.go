@@ -174,6 +174,7 @@ type RaceDetector struct {
 	lastK [2]int32
 	names []string   // agent names, by agent
 	whos  []*whoRing // recent instructions, by agent
+	spans []isa.Span // CheckInstruction's scratch
 }
 
 // NewRaceDetector returns an empty detector.
@@ -205,21 +206,10 @@ func (d *RaceDetector) who(agent int32, epoch uint32) *isa.Instruction {
 	return nil
 }
 
-// accessSpan is the compact form of an Access that the detector works on.
-type accessSpan struct {
-	mem            isa.Memory
-	write          bool
-	chip, core     int32
-	partLo, partHi int32
-	agent          int32
-	epoch          uint32
-	lo, hi         int64
-}
-
-// covers reports whether access a makes r redundant for its own agent: a
-// covers r and, when r wrote, a writes too.
-func covers(a *accessSpan, r *rec) bool {
-	return (a.write || !r.write) && a.partLo <= r.partLo && a.partHi >= r.partHi && a.lo <= r.lo && a.hi >= r.hi
+// covers reports whether access a (by agent, which writes if write) makes
+// r redundant for its own agent: a covers r and, when r wrote, a writes too.
+func covers(a *isa.Span, r *rec) bool {
+	return (a.Write || !r.write) && a.PartLo <= r.partLo && a.PartHi >= r.partHi && a.Lo <= r.lo && a.Hi >= r.hi
 }
 
 // Check records access a made by an agent whose clock is vc, and returns the
@@ -229,9 +219,8 @@ func (d *RaceDetector) Check(a Access, vc VClock) *Access {
 		return nil
 	}
 	d.register(a.Agent, a.AgentName, a.Epoch, a.Who)
-	sp := accessSpan{mem: a.Mem, write: a.Write, chip: a.Chip, core: a.Core, partLo: a.PartLo, partHi: a.PartHi,
-		agent: int32(a.Agent), epoch: a.Epoch, lo: a.Lo, hi: a.Hi}
-	if r, ragent, ok := d.check(&sp, vc); ok {
+	sp := isa.Span{Mem: a.Mem, Write: a.Write, Chip: a.Chip, Core: a.Core, PartLo: a.PartLo, PartHi: a.PartHi, Lo: a.Lo, Hi: a.Hi}
+	if r, ragent, ok := d.check(d.shadow(a.Chip, a.Core), &sp, int32(a.Agent), a.Epoch, vc); ok {
 		return d.access(&sp, &r, ragent)
 	}
 	return nil
@@ -256,29 +245,29 @@ func (d *RaceDetector) register(agent int, name string, epoch uint32, who *isa.I
 }
 
 // access expands a record of agent that races with sp into an Access.
-func (d *RaceDetector) access(sp *accessSpan, r *rec, agent int32) *Access {
-	return &Access{Mem: sp.mem, Chip: sp.chip, Core: sp.core, PartLo: r.partLo, PartHi: r.partHi, Lo: r.lo, Hi: r.hi,
+func (d *RaceDetector) access(sp *isa.Span, r *rec, agent int32) *Access {
+	return &Access{Mem: sp.Mem, Chip: sp.Chip, Core: sp.Core, PartLo: r.partLo, PartHi: r.partHi, Lo: r.lo, Hi: r.hi,
 		Write: r.write, Agent: int(agent), Epoch: r.epoch, Who: d.who(agent, r.epoch), AgentName: d.names[agent]}
 }
 
-// check records sp, made by an agent whose clock is vc, and returns the
-// first earlier record it races with and that record's agent.
-func (d *RaceDetector) check(a *accessSpan, vc VClock) (race rec, raceAgent int32, found bool) {
-	sh := d.shadow(a.chip, a.core)
+// check records a, made by agent at epoch with clock vc, in the core's
+// shadow sh, and returns the first earlier record it races with and that
+// record's agent.
+func (d *RaceDetector) check(sh *coreShadow, a *isa.Span, agent int32, epoch uint32, vc VClock) (race rec, raceAgent int32, found bool) {
 	mi := 0
-	if a.mem == isa.MemPSUM {
+	if a.Mem == isa.MemPSUM {
 		mi = 1
 	}
-	g0, g1 := a.lo>>granuleShift, (a.hi-1)>>granuleShift
-	if int(g1) >= len(sh.mem[mi]) {
+	g0, g1 := a.Lo>>granuleShift, (a.Hi-1)>>granuleShift
+	buckets := sh.mem[mi]
+	if int(g1) >= len(buckets) {
 		grown := make([]bucket, g1+1)
-		copy(grown, sh.mem[mi])
-		sh.mem[mi] = grown
+		copy(grown, buckets)
+		sh.mem[mi], buckets = grown, grown
 	}
-	mine := rec{partLo: a.partLo, partHi: a.partHi, epoch: a.epoch, lo: a.lo, hi: a.hi, write: a.write}
-	agent := a.agent
+	mine := rec{partLo: a.PartLo, partHi: a.PartHi, epoch: epoch, lo: a.Lo, hi: a.Hi, write: a.Write}
 	for g := g0; g <= g1; g++ {
-		b := &sh.mem[mi][g]
+		b := &buckets[g]
 		var own *agentRing
 		for _, grp := range b.groups {
 			if grp.agent == agent {
@@ -286,29 +275,30 @@ func (d *RaceDetector) check(a *accessSpan, vc VClock) (race rec, raceAgent int3
 				continue
 			}
 			// Every record of this agent is ordered before a: skip it whole.
-			seen := vc[grp.agent]
-			if found || grp.maxEpoch <= seen {
+			if found || grp.maxEpoch <= vc[grp.agent] {
 				continue
 			}
+			seen := vc[grp.agent]
 			for i := 0; i < int(grp.n); i++ {
 				r := grp.at(i)
-				if r.epoch > seen && (r.write || a.write) && r.partLo < a.partHi && a.partLo < r.partHi && r.lo < a.hi && a.lo < r.hi {
+				if r.epoch > seen && (r.write || a.Write) && r.partLo < a.PartHi && a.PartLo < r.partHi && r.lo < a.Hi && a.Lo < r.hi {
 					race, raceAgent, found = *r, grp.agent, true
 					break
 				}
 			}
 		}
-		if own == nil {
+		switch {
+		case own == nil:
 			own = &agentRing{agent: agent}
 			b.groups = append(b.groups, own)
-		} else if own.n > 0 && covers(a, own.at(int(own.n)-1)) {
+		case own.n > 0 && covers(a, own.at(int(own.n)-1)):
 			// a covers the agent's newest record, whose epoch is older:
 			// anything that races with that record races with a, so a
 			// takes its place.
 			*own.at(int(own.n) - 1) = mine
-			own.maxEpoch = mine.epoch
+			own.maxEpoch = epoch
 			continue
-		} else if int(own.n) == recordsPerAgent && !covers(a, own.at(0)) {
+		case int(own.n) == recordsPerAgent && !covers(a, own.at(0)):
 			// Full, and the oldest record (which the push forgets) is not
 			// made redundant by a: drop the agent's records that a makes
 			// redundant before the oldest would be forgotten (a covered
@@ -334,38 +324,29 @@ func (d *RaceDetector) check(a *accessSpan, vc VClock) (race rec, raceAgent int3
 // first conflicting pair, or nil. describe prints instructions for the
 // error.
 func (d *RaceDetector) CheckInstruction(in *isa.Instruction, agent int, name string, vc VClock, describe func(*isa.Instruction) string) error {
+	d.spans = isa.AppendSpans(d.spans[:0], in)
+	return d.CheckSpans(in, d.spans, agent, name, vc, describe)
+}
+
+// CheckSpans is CheckInstruction with in's on-chip operand spans given
+// (isa.Decoded.Spans), outputs first.
+func (d *RaceDetector) CheckSpans(in *isa.Instruction, spans []isa.Span, agent int, name string, vc VClock, describe func(*isa.Instruction) string) error {
+	if len(spans) == 0 {
+		return nil
+	}
 	epoch := vc[agent]
 	d.register(agent, name, epoch, in)
-	var race *Access
-	var mine Access
-	check := func(ap *isa.AccessPattern, write bool) bool {
-		if !ap.Mem.OnChip() {
-			return false
+	sh := d.shadow(spans[0].Chip, spans[0].Core)
+	for i := range spans {
+		sp := &spans[i]
+		if sp.Chip != spans[0].Chip || sp.Core != spans[0].Core {
+			sh = d.shadow(sp.Chip, sp.Core)
 		}
-		lo, hi := ap.ByteSpan()
-		if hi <= lo {
-			return false
+		if r, ragent, ok := d.check(sh, sp, int32(agent), epoch, vc); ok {
+			mine := Access{Mem: sp.Mem, Chip: sp.Chip, Core: sp.Core, PartLo: sp.PartLo, PartHi: sp.PartHi,
+				Lo: sp.Lo, Hi: sp.Hi, Write: sp.Write, Agent: agent, Epoch: epoch, Who: in, AgentName: name}
+			return &RaceError{First: *d.access(sp, &r, ragent), Second: mine, Describe: describe}
 		}
-		sp := accessSpan{mem: ap.Mem, write: write, chip: ap.Chip, core: ap.Core, partLo: ap.PartStart, partHi: ap.PartStart + ap.PartCount,
-			agent: int32(agent), epoch: epoch, lo: lo, hi: hi}
-		r, ragent, ok := d.check(&sp, vc)
-		if ok {
-			race = d.access(&sp, &r, ragent)
-			mine = Access{Mem: sp.mem, Chip: sp.chip, Core: sp.core, PartLo: sp.partLo, PartHi: sp.partHi,
-				Lo: lo, Hi: hi, Write: write, Agent: agent, Epoch: epoch, Who: in, AgentName: name}
-		}
-		return ok
-	}
-	for i := range in.Outs {
-		if check(&in.Outs[i].AP, true) {
-			break
-		}
-	}
-	for i := 0; race == nil && i < len(in.Ins); i++ {
-		check(&in.Ins[i].AP, false)
-	}
-	if race != nil {
-		return &RaceError{First: *race, Second: mine, Describe: describe}
 	}
 	return nil
 }

@@ -7,18 +7,24 @@ import (
 
 // maxActivityBins bounds the activity record; beyond it bins are merged
 // pairwise and their width doubles.
-// 2^16 bins keep the record (four arrays of 512 KiB) in cache: a 6 ms run
-// keeps 100 ns bins, a 100 ms one coarsens to 1.6 us.
+// 2^16 bins keep the record (four arrays of 512 KiB) in cache: an 8 ms run
+// keeps 134 ns bins, a 100 ms one coarsens to 2.1 us.
 const maxActivityBins = 1 << 16
+
+// initialBinShift sets the first bin width, 2^27 fs (134 ns). Widths are
+// powers of two femtoseconds, so finding an interval's bins is a shift,
+// not a division.
+const initialBinShift = 27
 
 // activity records, in fixed-width time bins, how much of each bin some
 // compute engine was busy and some DMA engine was moving data, to measure
 // DMA-compute overlap without keeping every interval. Within a bin the
 // union of several engines' intervals is approximated by their sum capped
 // at the bin width, so the overlap is exact to within one bin width per
-// bin (100 ns to start, doubling when a run outgrows the record).
+// bin (134 ns to start, doubling when a run outgrows the record).
 type activity struct {
 	width   clock.Time
+	shift   uint // width is 1 << shift
 	maxBins int
 	compute bins
 	dma     bins
@@ -69,19 +75,27 @@ func (b *bins) values(width clock.Time) []clock.Time {
 }
 
 // merge doubles the bins' width: bin i becomes the old bins 2i and 2i+1.
+// It works in place: new bin i is written after old bins 2i and 2i+1 are
+// read, and every old bin it overwrites has been read already.
 func (b *bins) merge(width clock.Time) {
-	v := b.values(width)
-	n := (len(v) + 1) / 2
-	for c := range b.part {
-		clear(b.part[c])
-		clear(b.full[c])
+	var covered int32
+	value := func(i int) clock.Time {
+		covered += b.full[i/binChunk][i%binChunk]
+		return b.part[i/binChunk][i%binChunk] + clock.Time(covered)*width
 	}
+	n := (b.n + 1) / 2
 	for i := 0; i < n; i++ {
-		x := v[2*i]
-		if 2*i+1 < len(v) {
-			x += v[2*i+1]
+		x := value(2 * i)
+		if 2*i+1 < b.n {
+			x += value(2*i + 1)
 		}
-		b.addPart(i, x)
+		b.part[i/binChunk][i%binChunk] = x
+	}
+	for i := n; i < b.n; i++ {
+		b.part[i/binChunk][i%binChunk] = 0
+	}
+	for c := range b.full {
+		clear(b.full[c])
 	}
 	b.n = n
 }
@@ -125,7 +139,7 @@ func (a *activity) flush() {
 }
 
 func newActivity(next Tracer) *activity {
-	return &activity{width: 100 * clock.Nanosecond, maxBins: maxActivityBins, next: next}
+	return &activity{width: 1 << initialBinShift, shift: initialBinShift, maxBins: maxActivityBins, next: next}
 }
 
 // add records the busy interval [start, end).
@@ -133,12 +147,14 @@ func (a *activity) add(b *bins, start, end clock.Time) {
 	if end <= start {
 		return
 	}
-	for int((end-1)/a.width) >= a.maxBins {
+	for int((end-1)>>a.shift) >= a.maxBins {
 		a.coarsen()
 	}
-	last := int((end - 1) / a.width)
-	b.grow(last + 2) // full[last+1] ends the run of whole bins
-	first := int(start / a.width)
+	last := int((end - 1) >> a.shift)
+	if last+2 > b.n {
+		b.grow(last + 2) // full[last+1] ends the run of whole bins
+	}
+	first := int(start >> a.shift)
 	if first == last {
 		b.addPart(first, end-start)
 		return
@@ -156,6 +172,7 @@ func (a *activity) coarsen() {
 	a.compute.merge(a.width)
 	a.dma.merge(a.width)
 	a.width *= 2
+	a.shift++
 }
 
 // overlapPct returns the share of DMA-active time during which a compute

@@ -50,7 +50,7 @@ func TestActivityBinsMatchTheReference(t *testing.T) {
 			require.Equal(t, w, got[i], "maxBins %d: bin %d of width %d", maxBins, i, a.width)
 		}
 		if maxBins < 100 {
-			assert.Greater(t, a.width, 100*clock.Nanosecond, "the record coarsened")
+			assert.Greater(t, a.width, clock.Time(1<<initialBinShift), "the record coarsened")
 			assert.LessOrEqual(t, len(got), maxBins+1)
 		}
 	}

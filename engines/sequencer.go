@@ -66,8 +66,10 @@ type Sequencer struct {
 	done     bool
 	busyEnd  clock.Time
 
+	// inflight is a ring of the engine's latest on-chip writes.
 	inflight [4]inflightWrite
 	inflN    int
+	inflHead int
 
 	tensor tensorState
 	Stats  Stats
@@ -469,7 +471,7 @@ func (s *Sequencer) dependencyTime(t clock.Time) clock.Time {
 	spans := s.curDec.Spans()
 	for i := range spans {
 		sp := &spans[i]
-		for j := 0; j < s.inflN; j++ {
+		for j := range s.inflight[:s.inflN] {
 			w := &s.inflight[j]
 			if w.completion <= dep || w.mem != sp.Mem || w.plo >= sp.PartHi || sp.PartLo >= w.phi || w.lo >= sp.Hi || sp.Lo >= w.hi {
 				continue
@@ -489,13 +491,10 @@ func (s *Sequencer) recordInflight(completion clock.Time) {
 		if !sp.Write {
 			break // outputs come first
 		}
-		w := inflightWrite{mem: sp.Mem, plo: sp.PartLo, phi: sp.PartHi, lo: sp.Lo, hi: sp.Hi, completion: completion}
-		if s.inflN < len(s.inflight) {
-			s.inflight[s.inflN] = w
-			s.inflN++
-		} else {
-			copy(s.inflight[:], s.inflight[1:])
-			s.inflight[len(s.inflight)-1] = w
-		}
+		// Overwrite the oldest once full (order within the ring does not
+		// matter to dependencyTime).
+		s.inflight[s.inflHead] = inflightWrite{mem: sp.Mem, plo: sp.PartLo, phi: sp.PartHi, lo: sp.Lo, hi: sp.Hi, completion: completion}
+		s.inflHead = (s.inflHead + 1) % len(s.inflight)
+		s.inflN = min(s.inflN+1, len(s.inflight))
 	}
 }

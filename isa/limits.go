@@ -115,6 +115,29 @@ func (l *Limits) Check(in *Instruction) error {
 
 // checkSems checks the instruction's waits and signals.
 func (l *Limits) checkSems(in *Instruction) error {
+	ok := true
+	for i := range in.Waits {
+		w := &in.Waits[i]
+		ok = ok && l.semOK(w.Sem) && w.Value >= 0
+	}
+	for i := range in.Signal {
+		s := &in.Signal[i]
+		ok = ok && l.semOK(s.Sem) && s.Add > 0
+	}
+	if ok {
+		return nil
+	}
+	return l.semError(in)
+}
+
+// semOK reports whether s names a semaphore that exists.
+func (l *Limits) semOK(s SemRef) bool {
+	return uint32(s.Chip) < uint32(l.Chips) && uint32(s.Core) < uint32(l.CoresPerChip) && uint32(s.ID) < uint32(l.Semaphores)
+}
+
+// semError returns the error for the first wait or signal that checkSems
+// rejects.
+func (l *Limits) semError(in *Instruction) error {
 	for _, w := range in.Waits {
 		if err := l.checkSem(in, w.Sem); err != nil {
 			return err

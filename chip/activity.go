@@ -79,23 +79,28 @@ func (b *bins) values(width clock.Time) []clock.Time {
 // read, and every old bin it overwrites has been read already.
 func (b *bins) merge(width clock.Time) {
 	var covered int32
-	value := func(i int) clock.Time {
-		covered += b.full[i/binChunk][i%binChunk]
-		return b.part[i/binChunk][i%binChunk] + clock.Time(covered)*width
+	for c := 0; c*binChunk < b.n; c++ {
+		part, full := b.part[c], b.full[c]
+		m := min(binChunk, b.n-c*binChunk)
+		for j := 0; j < m; j += 2 {
+			covered += full[j]
+			x := part[j] + clock.Time(covered)*width
+			if j+1 < m {
+				covered += full[j+1]
+				x += part[j+1] + clock.Time(covered)*width
+			}
+			o := (c*binChunk + j) / 2
+			b.part[o/binChunk][o%binChunk] = x
+		}
 	}
 	n := (b.n + 1) / 2
-	for i := 0; i < n; i++ {
-		x := value(2 * i)
-		if 2*i+1 < b.n {
-			x += value(2*i + 1)
-		}
-		b.part[i/binChunk][i%binChunk] = x
-	}
-	for i := n; i < b.n; i++ {
-		b.part[i/binChunk][i%binChunk] = 0
-	}
 	for c := range b.full {
 		clear(b.full[c])
+		if lo := n - c*binChunk; lo <= 0 {
+			clear(b.part[c])
+		} else if lo < binChunk {
+			clear(b.part[c][lo:])
+		}
 	}
 	b.n = n
 }

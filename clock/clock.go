@@ -113,3 +113,33 @@ func (c Clock) After(edge Time, n int64) Time {
 	k := math.Round(float64(edge) / c.periodFS)
 	return Time(math.Round((k + float64(n)) * c.periodFS))
 }
+
+// EdgeMemo is a Clock that remembers the last edge it found: a sequencer
+// asks for the edge at or after the same times over and over (its own free
+// time, which is an edge already), and a remembered answer skips the float
+// arithmetic. Results are identical to Clock's.
+type EdgeMemo struct {
+	Clock
+	in, out Time // Edge(in) == out, and out is an edge
+}
+
+// NewEdgeMemo returns a memo for c that remembers nothing yet.
+func NewEdgeMemo(c Clock) EdgeMemo { return EdgeMemo{Clock: c, in: -1, out: -1} }
+
+// Edge returns the first clock edge at or after t (Clock.Edge).
+func (m *EdgeMemo) Edge(t Time) Time {
+	if t == m.in || t == m.out {
+		return m.out
+	}
+	e := m.Clock.Edge(t)
+	m.in, m.out = t, e
+	return e
+}
+
+// After returns the time n cycles after edge (Clock.After), and remembers
+// it as an edge.
+func (m *EdgeMemo) After(edge Time, n int64) Time {
+	e := m.Clock.After(edge, n)
+	m.in, m.out = e, e
+	return e
+}

@@ -199,3 +199,28 @@ func TestMaxMin(t *testing.T) {
 		assert.Equal(t, tc.min, clock.Min(tc.a, tc.b), "Min(%d, %d)", tc.a, tc.b)
 	}
 }
+
+func TestEdgeMemoMatchesClock(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for _, ghz := range []float64{1.4, 2.8, 0.96, 1.12} {
+		c := clock.New(ghz)
+		m := clock.NewEdgeMemo(c)
+		var prev clock.Time
+		for i := 0; i < 20000; i++ {
+			var q clock.Time
+			switch rng.Intn(4) {
+			case 0:
+				q = prev // repeated query
+			case 1:
+				q = clock.Time(rng.Int63n(int64(clock.Millisecond)))
+			case 2:
+				q = m.After(c.Edge(prev), rng.Int63n(5))
+				require.Equal(t, c.After(c.Edge(prev), 0), c.Edge(prev))
+			default:
+				q = c.Edge(prev) // an edge
+			}
+			require.Equal(t, c.Edge(q), m.Edge(q), "%g GHz: Edge(%d)", ghz, q)
+			prev = q
+		}
+	}
+}

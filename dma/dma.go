@@ -566,7 +566,12 @@ func (d *Subsystem) Handle(ev sim.Event) error {
 func (d *Subsystem) update(now clock.Time) {
 	d.now = now
 	next := clock.Never
-	for _, e := range d.engines {
+	engines := d.engines
+	if d.lockstep {
+		// Engine 0 carries every engine's work; the others are idle.
+		engines = engines[:1]
+	}
+	for _, e := range engines {
 		if e.dirty || e.nextAt <= now {
 			e.dirty = false
 			e.nextAt = e.update(now)

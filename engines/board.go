@@ -141,9 +141,11 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 	for i > s.head && s.pending[i-1].at > at {
 		i--
 	}
-	s.pending = append(s.pending, pending{})
-	copy(s.pending[i+1:], s.pending[i:])
-	s.pending[i] = pending{at: at, add: add}
+	s.pending = append(s.pending, pending{at: at, add: add})
+	if i < len(s.pending)-1 {
+		copy(s.pending[i+1:], s.pending[i:])
+		s.pending[i] = pending{at: at, add: add}
+	}
 	if len(s.waiters) == 0 {
 		return
 	}

@@ -35,7 +35,7 @@ type Sequencer struct {
 	*sim.ComponentBase
 	core   *Core
 	eng    isa.Engine
-	clk    clock.Clock
+	clk    clock.EdgeMemo
 	stream isa.Stream
 	agent  int
 	name   string // agent name for race reports
@@ -88,7 +88,7 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		ComponentBase: sim.NewComponentBase(name),
 		core:          c,
 		eng:           e,
-		clk:           c.Cfg.Clocks[e],
+		clk:           clock.NewEdgeMemo(c.Cfg.Clocks[e]),
 		stream:        st,
 		agent:         c.Cfg.AgentBase + int(e),
 		name:          c.agentName(e),

@@ -74,9 +74,8 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 		}
 	default:
 		// Sequencer-only instructions (DMA triggers, semaphores, nop).
-		start = t
+		start = s.clk.Edge(t)
 	}
-	start = s.clk.Edge(start)
 	pathReadyOut = s.clk.Edge(pathReady)
 	// Time the engine spent on its own busy path is not a stall.
 	if pathReadyOut > t && start == pathReadyOut {

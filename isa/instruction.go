@@ -23,8 +23,27 @@ type SemSignal struct {
 }
 
 // Attrs are the opcode-specific fields of an instruction. Unused fields are
-// zero.
+// zero. Fields are ordered by size, which keeps the struct (and so every
+// instruction) small.
 type Attrs struct {
+	// ALU immediates: tensor_scalar uses ALU0/Imm0 and ALU1/Imm1;
+	// scalar_tensor_tensor uses both ALUs with Imm0.
+	Imm0, Imm1 float64
+	// Activation: Func(in*Scale + bias).
+	Scale float64
+	// Memset value; iota base and step.
+	Value float64
+	Step  float64
+	// Barrier: the cores whose semaphore BarrierSem is incremented; the
+	// instruction then waits for the local BarrierSem to reach Target.
+	BarrierCores []SemRef
+	Target       int64
+	BarrierSem   int32
+
+	// DMA: queue ID (0..15) and descriptor generation.
+	Queue int16
+	DGE   DGEKind
+
 	// Matmul accumulation group flags (multiply_moving): Start zeroes the
 	// PSUM accumulator, Stop closes the group.
 	Start, Stop bool
@@ -32,34 +51,16 @@ type Attrs struct {
 	// quad.
 	PerfMode uint8
 
-	// ALU operators and immediates (tensor_tensor uses ALU0; tensor_scalar
-	// uses ALU0/Imm0 and ALU1/Imm1; scalar_tensor_tensor uses both with Imm0;
-	// tensor_reduce uses ALU0).
+	// ALU operators (tensor_tensor and tensor_reduce use ALU0).
 	ALU0, ALU1 ALUOp
-	Imm0, Imm1 float64
-	// Negate and Axis are tensor_reduce options: reduce over the last Axis
-	// free dimensions (1 = innermost).
+	// Axis is a tensor_reduce option: reduce over the last Axis free
+	// dimensions (1 = innermost).
 	Axis uint8
-
-	// Activation: Func(in*Scale + bias), Accumulate reduces the result per
-	// partition into the accumulator with that operator (ALUNone: off).
+	// Func is the activation function; Accumulate, when not ALUNone,
+	// reduces the activation's result per partition into the accumulator
+	// with that operator.
 	Func       ActFunc
-	Scale      float64
 	Accumulate ALUOp
-
-	// Memset value; iota base and step.
-	Value float64
-	Step  float64
-
-	// DMA: queue ID (0..15) and descriptor generation.
-	Queue int16
-	DGE   DGEKind
-
-	// Barrier: the cores whose semaphore Sem is incremented; the instruction
-	// then waits for the local Sem to reach Target.
-	BarrierCores []SemRef
-	BarrierSem   int32
-	Target       int64
 }
 
 // Instruction is one line of the canonical assembly: one engine instruction

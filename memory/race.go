@@ -109,6 +109,13 @@ const granuleShift = 12
 // same 4 KiB (none covering it) is missed.
 const recordsPerAgent = 8
 
+// compactBackoff is how many pushes a full ring skips compacting after a
+// compaction found nothing to drop: an agent cycling through more distinct
+// byte ranges of a granule than the ring holds (a GEMM's stationary tiles)
+// would otherwise pay a fruitless scan on every access. Meanwhile a full
+// ring forgets its oldest record, as it would with nothing to drop.
+const compactBackoff = recordsPerAgent
+
 // rec is a compact Access kept in a bucket. It holds no pointer (so the
 // shadow memory costs the garbage collector nothing): the instruction is
 // found from the agent and epoch in whoRing.
@@ -135,6 +142,7 @@ type whoRing [whoRingLen]struct {
 type agentRing struct {
 	agent    int32
 	head, n  uint8
+	backoff  uint8 // pushes left before the ring compacts again
 	maxEpoch uint32
 	recs     [recordsPerAgent]rec
 }
@@ -209,7 +217,8 @@ func (d *RaceDetector) who(agent int32, epoch uint32) *isa.Instruction {
 // covers reports whether access a (by agent, which writes if write) makes
 // r redundant for its own agent: a covers r and, when r wrote, a writes too.
 func covers(a *isa.Span, r *rec) bool {
-	return (a.Write || !r.write) && a.PartLo <= r.partLo && a.PartHi >= r.partHi && a.Lo <= r.lo && a.Hi >= r.hi
+	// Byte ranges first: they tell distinct tiles apart soonest.
+	return a.Lo <= r.lo && a.Hi >= r.hi && (a.Write || !r.write) && a.PartLo <= r.partLo && a.PartHi >= r.partHi
 }
 
 // Check records access a made by an agent whose clock is vc, and returns the
@@ -298,6 +307,8 @@ func (d *RaceDetector) check(sh *coreShadow, a *isa.Span, agent int32, epoch uin
 			*own.at(int(own.n) - 1) = mine
 			own.maxEpoch = epoch
 			continue
+		case own.backoff > 0:
+			own.backoff--
 		case int(own.n) == recordsPerAgent && !covers(a, own.at(0)):
 			// Full, and the oldest record (which the push forgets) is not
 			// made redundant by a: drop the agent's records that a makes
@@ -311,6 +322,9 @@ func (d *RaceDetector) check(sh *coreShadow, a *isa.Span, agent int32, epoch uin
 					}
 					w++
 				}
+			}
+			if w == int(own.n) {
+				own.backoff = compactBackoff
 			}
 			own.n = uint8(w)
 		}

@@ -227,6 +227,26 @@ func TestRaceDetectorForgetsOldAccesses(t *testing.T) {
 	}
 }
 
+// A full ring makes room by dropping the records a new access covers
+// before it forgets its oldest.
+func TestRaceDetectorDropsCoveredRecordsFirst(t *testing.T) {
+	d := memory.NewRaceDetector()
+	e := uint32(1)
+	next := func(write bool, lo, hi int64) {
+		require.Nil(t, d.Check(acc(1, e, write, 0, 128, lo, hi), clockOf(1, e)))
+		e++
+	}
+	next(true, 0, 4) // the write that must be remembered
+	for i := int64(0); i < 7; i++ {
+		next(false, 64+8*i, 64+8*i+4) // reads the next one covers
+	}
+	next(false, 64, 200)
+	got := d.Check(acc(3, 1, true, 0, 128, 0, 4), clockOf(3, 1))
+	require.NotNil(t, got, "the write survives: the covered reads made room")
+	assert.True(t, got.Write)
+	assert.Equal(t, uint32(1), got.Epoch)
+}
+
 func TestVClockJoin(t *testing.T) {
 	v := memory.VClock{1, 5, 0, 3}
 	v.Join(memory.VClock{2, 4, 0, 3})

@@ -3,12 +3,12 @@ package chip
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/sarchlab/akita/v3/sim"
 	"github.com/stretchr/testify/require"
 
-	"github.com/trnsim/trnsim/internal/gctune"
 	"github.com/trnsim/trnsim/internal/hostcpu"
 	"github.com/trnsim/trnsim/isa"
 )
@@ -237,7 +237,7 @@ func BenchmarkSyntheticMix(b *testing.B) {
 	}{{"race-check", false}, {"no-race-check", true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			// As the CLI does: a simulator's heap is short-lived garbage.
-			defer gctune.Start(gctune.DefaultMinHeapBytes, gctune.DefaultPercent).Stop()
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			cfg := loadPreset(b, "trn2")
 			const iters = 20000
 			m := hostcpu.NewMeter()

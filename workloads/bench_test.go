@@ -1,18 +1,18 @@
 package workloads
 
 import (
+	"runtime/debug"
 	"testing"
 
 	"github.com/trnsim/trnsim/chip"
 	"github.com/trnsim/trnsim/configs"
-	"github.com/trnsim/trnsim/internal/gctune"
 	"github.com/trnsim/trnsim/internal/hostcpu"
 )
 
 // BenchmarkLoweredGEMM measures simulator speed, lowering included, on the
 // embedded default GEMM and on K1's GEMM (trn1, 4096 x 8192 x 8192 BF16).
 func BenchmarkLoweredGEMM(b *testing.B) {
-	defer gctune.Start(gctune.DefaultMinHeapBytes, gctune.DefaultPercent).Stop()
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	k1 := []string{"hardware.preset=trn1", "workload.gemm.m=4096", "workload.gemm.k=8192", "workload.gemm.n=8192",
 		"workload.lowering.block_m=2048", "workload.lowering.block_n=1024", "workload.lowering.block_k=1024",
 		"workload.lowering.loop_order=nkm", "workload.lowering.accumulate_dtype=bf16"}

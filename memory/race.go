@@ -144,6 +144,12 @@ type agentRing struct {
 	head, n  uint8
 	backoff  uint8 // pushes left before the ring compacts again
 	maxEpoch uint32
+	// clean is the bucket's version after this agent's last access, when
+	// every other agent's record was ordered before it. While the version
+	// is unchanged no other agent has touched the granule since, and the
+	// agent's clock only grows: its next access is ordered after all of
+	// them too, and they need not be looked at.
+	clean uint64
 	recs     [recordsPerAgent]rec
 }
 
@@ -160,9 +166,11 @@ func (g *agentRing) push(r rec) {
 	g.n++
 }
 
-// bucket holds, per agent, the recent accesses to one granule.
+// bucket holds, per agent, the recent accesses to one granule. version
+// counts the changes to its records.
 type bucket struct {
-	groups []*agentRing
+	groups  []*agentRing
+	version uint64
 }
 
 // coreShadow indexes one core's SBUF and PSUM by 4 KiB granule.
@@ -281,25 +289,40 @@ func (d *RaceDetector) check(sh *coreShadow, a *isa.Span, agent int32, epoch uin
 		for _, grp := range b.groups {
 			if grp.agent == agent {
 				own = grp
-				continue
+				break
 			}
-			// Every record of this agent is ordered before a: skip it whole.
-			if found || grp.maxEpoch <= vc[grp.agent] {
-				continue
-			}
-			seen := vc[grp.agent]
-			for i := 0; i < int(grp.n); i++ {
-				r := grp.at(i)
-				if r.epoch > seen && (r.write || a.Write) && r.partLo < a.PartHi && a.PartLo < r.partHi && r.lo < a.Hi && a.Lo < r.hi {
-					race, raceAgent, found = *r, grp.agent, true
-					break
+		}
+		ordered := true // every other agent's record is ordered before a
+		if own == nil || own.clean != b.version {
+			for _, grp := range b.groups {
+				// Every record of this agent is ordered before a: skip it whole.
+				if grp == own || grp.maxEpoch <= vc[grp.agent] {
+					continue
+				}
+				ordered = false
+				if found {
+					continue
+				}
+				seen := vc[grp.agent]
+				for i := 0; i < int(grp.n); i++ {
+					r := grp.at(i)
+					if r.epoch > seen && (r.write || a.Write) && r.partLo < a.PartHi && a.PartLo < r.partHi && r.lo < a.Hi && a.Lo < r.hi {
+						race, raceAgent, found = *r, grp.agent, true
+						break
+					}
 				}
 			}
 		}
-		switch {
-		case own == nil:
+		b.version++
+		if own == nil {
 			own = &agentRing{agent: agent}
 			b.groups = append(b.groups, own)
+		}
+		if ordered {
+			own.clean = b.version
+		}
+		switch {
+		case own.n == 0:
 		case own.n > 0 && covers(a, own.at(int(own.n)-1)):
 			// a covers the agent's newest record, whose epoch is older:
 			// anything that races with that record races with a, so a

@@ -247,6 +247,22 @@ func TestRaceDetectorDropsCoveredRecordsFirst(t *testing.T) {
 	assert.Equal(t, uint32(1), got.Epoch)
 }
 
+// An agent whose last access found every other record ordered before it
+// skips them next time only while nobody else has touched the granule.
+func TestRaceDetectorRechecksAfterAnotherAgentsAccess(t *testing.T) {
+	d := memory.NewRaceDetector()
+	require.Nil(t, d.Check(acc(1, 1, true, 0, 128, 0, 64), clockOf(1, 1)))
+	// Agent 2 has seen agent 1's write: ordered, twice.
+	require.Nil(t, d.Check(acc(2, 1, false, 0, 128, 0, 64), clockOf(2, 1, [2]uint32{1, 1})))
+	require.Nil(t, d.Check(acc(2, 2, false, 0, 128, 0, 64), clockOf(2, 2, [2]uint32{1, 1})))
+	// Agent 1 writes again after agent 2's reads; agent 2 has not seen it.
+	require.Nil(t, d.Check(acc(1, 2, true, 0, 128, 0, 64), clockOf(1, 2, [2]uint32{2, 2})))
+	got := d.Check(acc(2, 3, false, 0, 128, 0, 64), clockOf(2, 3, [2]uint32{1, 1}))
+	require.NotNil(t, got)
+	assert.Equal(t, 1, got.Agent)
+	assert.Equal(t, uint32(2), got.Epoch)
+}
+
 func TestVClockJoin(t *testing.T) {
 	v := memory.VClock{1, 5, 0, 3}
 	v.Join(memory.VClock{2, 4, 0, 3})

@@ -134,24 +134,29 @@ func batchStream(key isa.StreamKey, steps int64, step func(i int64) ([]*isa.Inst
 	return isa.StreamSource{Key: key, Count: -1, Open: func() isa.Stream {
 		var i int64
 		var buf []*isa.Instruction
-		return isa.FuncStream(func() (in *isa.Instruction, err error) {
+		// A lowering bug must not crash the tool with a stack trace: the
+		// step (where the lowering runs) recovers; handing out the
+		// instructions it built needs no guard.
+		guarded := func(i int64) (out []*isa.Instruction, err error) {
 			defer func() {
-				// A lowering bug must not crash the tool with a stack trace.
 				if r := recover(); r != nil {
-					in, err = nil, fmt.Errorf("internal lowering error at step %d: %v", i, r)
+					out, err = nil, fmt.Errorf("internal lowering error at step %d: %v", i, r)
 				}
 			}()
+			return step(i)
+		}
+		return isa.FuncStream(func() (*isa.Instruction, error) {
 			for len(buf) == 0 {
 				if i >= steps {
 					return nil, nil
 				}
-				buf, err = step(i)
-				if err != nil {
+				var err error
+				if buf, err = guarded(i); err != nil {
 					return nil, err
 				}
 				i++
 			}
-			in = buf[0]
+			in := buf[0]
 			buf = buf[1:]
 			return in, nil
 		})

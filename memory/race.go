@@ -150,7 +150,7 @@ type agentRing struct {
 	// agent's clock only grows: its next access is ordered after all of
 	// them too, and they need not be looked at.
 	clean uint64
-	recs     [recordsPerAgent]rec
+	recs  [recordsPerAgent]rec
 }
 
 func (g *agentRing) at(i int) *rec { return &g.recs[(int(g.head)+i)&(recordsPerAgent-1)] }

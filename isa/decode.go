@@ -5,7 +5,8 @@ import "unsafe"
 // Decoded is what the simulator derives from an instruction's body — its
 // opcode, engine, placement, operands and attributes, not its waits or
 // signals: the body has passed the limit checks and its cost flags are
-// known. It is small (about 250 bytes), so a cache of many stays cheap:
+// known. A Decoded never changes
+// once made (but for the cost it remembers), so one handed out stays valid, so a cache of many stays cheap:
 // the attributes and cost variables are read from the first instruction
 // seen with the body.
 type Decoded struct {
@@ -15,7 +16,6 @@ type Decoded struct {
 	proto       *Instruction
 	model       *CostModel
 	cache       *DecodeCache
-	gen         uint32 // bumped each time the slot is refilled
 	nOuts, nIns int32
 	chip, core  int32
 	op          Opcode
@@ -109,10 +109,14 @@ const (
 // instruction, operands included, never changes once handed out. Not safe
 // for concurrent use.
 type DecodeCache struct {
-	limits  *Limits
-	model   *CostModel
-	slots   []Decoded
+	limits *Limits
+	model  *CostModel
+	// slots index decodings by body hash; a collision replaces the entry
+	// (the decoding it pointed to stays valid for whoever holds it).
+	slots   []*Decoded
 	scratch Decoded
+	// arena hands out decodings in chunks of arenaChunk.
+	arena []Decoded
 	// seen marks the hashes of bodies missed on; repeats counts misses on
 	// bodies seen before, since the table last grew.
 	seen       [seenBits / 64]uint64
@@ -120,31 +124,35 @@ type DecodeCache struct {
 	repeats    int
 	growMisses int
 	env        CostEnv
-	// byInst (as long as slots) remembers which slot decoded a recently seen instruction: a
-	// stream that hands out the same instruction again (waits, signals and
-	// all) skips even the body comparison and the semaphore checks.
+	// byInst (as long as slots) remembers the decoding of a recently seen
+	// instruction: a stream that hands out the same instruction again
+	// (waits, signals and all) skips even the body comparison and the
+	// semaphore checks.
 	byInst []instSlot
 	// Hits and Misses count lookups.
 	Hits, Misses int64
 }
 
+// arenaChunk is how many decodings the cache allocates at a time.
+const arenaChunk = 64
+
 type instSlot struct {
-	in  *Instruction
-	d   *Decoded
-	gen uint32
+	in *Instruction
+	d  *Decoded
 }
 
 // NewDecodeCache returns an empty cache for the given limits and costs.
 func NewDecodeCache(l *Limits, m *CostModel) *DecodeCache {
-	return &DecodeCache{limits: l, model: m, slots: make([]Decoded, decodeSlotsMin), byInst: make([]instSlot, decodeSlotsMin)}
+	return &DecodeCache{limits: l, model: m, slots: make([]*Decoded, decodeSlotsMin), byInst: make([]instSlot, decodeSlotsMin)}
 }
 
 // Decode checks in against the limits (a *LimitError on failure) and
-// returns its decoding, valid until the next call.
+// returns its decoding. A decoding of a body the cache keeps stays valid;
+// one of an uncacheable body (a barrier's), only until the next call.
 func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 	ih := instHash(in)
 	is := &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
-	if is.in == in && is.d.gen == is.gen && is.d.model != nil {
+	if is.in == in {
 		c.Hits++
 		return is.d, nil
 	}
@@ -156,49 +164,60 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 		ins = &in.Ins[0]
 	}
 	cacheable := in.Attrs.BarrierCores == nil && (outs != nil || ins != nil)
-	d := &c.scratch
-	if cacheable {
-		h := bodyHash(outs, ins, in.Op)
-		d = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
-		if d.model != nil && d.outs == outs && d.ins == ins && int(d.nOuts) == len(in.Outs) && int(d.nIns) == len(in.Ins) &&
-			d.op == in.Op && d.engine == in.Engine && d.chip == in.Chip && d.core == in.Core && d.proto.Attrs.sameScalars(&in.Attrs) {
-			c.Hits++
-			if err := c.limits.checkSems(in); err != nil {
-				return nil, err
-			}
-			*is = instSlot{in: in, d: d, gen: d.gen}
-			return d, nil
+	if !cacheable {
+		if err := c.limits.Check(in); err != nil {
+			return nil, err
 		}
-		c.Misses++
-		if len(c.slots) < decodeSlotsMax {
-			bit := (h ^ h>>16) % seenBits
-			if c.seen[bit/64]&(1<<(bit%64)) != 0 {
-				c.repeats++
-			}
-			c.seen[bit/64] |= 1 << (bit % 64)
-			if c.seenMisses++; c.seenMisses == seenBits/8 {
-				c.seen, c.seenMisses = [seenBits / 64]uint64{}, 0
-			}
-			c.growMisses++
-			if 2*c.repeats > len(c.slots) && 4*c.repeats > c.growMisses {
-				c.grow()
-				is = &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
-				d = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
-			}
+		c.fill(&c.scratch, in, outs, ins)
+		return &c.scratch, nil
+	}
+	h := bodyHash(outs, ins, in.Op)
+	slot := &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
+	if d := *slot; d != nil && d.outs == outs && d.ins == ins && int(d.nOuts) == len(in.Outs) && int(d.nIns) == len(in.Ins) &&
+		d.op == in.Op && d.engine == in.Engine && d.chip == in.Chip && d.core == in.Core && d.proto.Attrs.sameScalars(&in.Attrs) {
+		c.Hits++
+		if err := c.limits.checkSems(in); err != nil {
+			return nil, err
+		}
+		*is = instSlot{in: in, d: d}
+		return d, nil
+	}
+	c.Misses++
+	if len(c.slots) < decodeSlotsMax {
+		bit := (h ^ h>>16) % seenBits
+		if c.seen[bit/64]&(1<<(bit%64)) != 0 {
+			c.repeats++
+		}
+		c.seen[bit/64] |= 1 << (bit % 64)
+		if c.seenMisses++; c.seenMisses == seenBits/8 {
+			c.seen, c.seenMisses = [seenBits / 64]uint64{}, 0
+		}
+		c.growMisses++
+		if 2*c.repeats > len(c.slots) && 4*c.repeats > c.growMisses {
+			c.grow()
+			is = &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
+			slot = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
 		}
 	}
 	if err := c.limits.Check(in); err != nil {
-		// Leave no half-filled entry behind.
-		d.model = nil
 		return nil, err
 	}
-	*d = Decoded{Flags: c.model.Flags(in), model: c.model, cache: c, gen: d.gen + 1, outs: outs, ins: ins, proto: in,
+	if len(c.arena) == 0 {
+		c.arena = make([]Decoded, arenaChunk)
+	}
+	d := &c.arena[0]
+	c.arena = c.arena[1:]
+	c.fill(d, in, outs, ins)
+	*slot = d
+	*is = instSlot{in: in, d: d}
+	return d, nil
+}
+
+// fill decodes in (which passed the limit checks) into d.
+func (c *DecodeCache) fill(d *Decoded, in *Instruction, outs, ins *Operand) {
+	*d = Decoded{Flags: c.model.Flags(in), model: c.model, cache: c, outs: outs, ins: ins, proto: in,
 		nOuts: int32(len(in.Outs)), nIns: int32(len(in.Ins)), op: in.Op, engine: in.Engine, chip: in.Chip, core: in.Core}
 	d.nSpans = int32(len(AppendSpans(d.spans[:0], in)))
-	if cacheable {
-		*is = instSlot{in: in, d: d, gen: d.gen}
-	}
-	return d, nil
 }
 
 // bodyHash hashes a body's operand arrays and opcode.
@@ -209,16 +228,15 @@ func bodyHash(outs, ins *Operand, op Opcode) uintptr {
 // instHash hashes an instruction's address.
 func instHash(in *Instruction) uintptr { return uintptr(unsafe.Pointer(in)) >> 4 }
 
-// grow doubles the tables, moving every entry across (a slot's decoding is
-// copied; a byInst entry keeps pointing at the old copy, which stays valid).
+// grow doubles the tables, moving every entry across.
 func (c *DecodeCache) grow() {
 	old, oldInst := c.slots, c.byInst
-	c.slots, c.byInst = make([]Decoded, 2*len(old)), make([]instSlot, 2*len(oldInst))
+	c.slots, c.byInst = make([]*Decoded, 2*len(old)), make([]instSlot, 2*len(oldInst))
 	c.repeats, c.growMisses = 0, 0
-	for i := range old {
-		if d := &old[i]; d.model != nil {
+	for _, d := range old {
+		if d != nil {
 			h := bodyHash(d.outs, d.ins, d.op)
-			c.slots[(h^h>>16)&uintptr(len(c.slots)-1)] = *d
+			c.slots[(h^h>>16)&uintptr(len(c.slots)-1)] = d
 		}
 	}
 	for _, is := range oldInst {

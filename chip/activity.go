@@ -48,8 +48,9 @@ type bins struct {
 	n    int // bins in use
 }
 
-// binChunk is the number of bins per chunk (a power of two).
-const binChunk = 1 << 12
+// binChunk is the number of bins per chunk (a power of two): small enough
+// that a chunk is an ordinary small allocation, not a fresh large span.
+const binChunk = 1 << 10
 
 // grow makes room for n bins.
 func (b *bins) grow(n int) {
@@ -62,17 +63,6 @@ func (b *bins) grow(n int) {
 
 func (b *bins) addPart(i int, t clock.Time) { b.part[i/binChunk][i%binChunk] += t }
 func (b *bins) addFull(i int, d int32)      { b.full[i/binChunk][i%binChunk] += d }
-
-// values returns the busy time of every bin.
-func (b *bins) values(width clock.Time) []clock.Time {
-	out := make([]clock.Time, b.n)
-	var n int32
-	for i := range out {
-		n += b.full[i/binChunk][i%binChunk]
-		out[i] = b.part[i/binChunk][i%binChunk] + clock.Time(n)*width
-	}
-	return out
-}
 
 // merge doubles the bins' width: bin i becomes the old bins 2i and 2i+1.
 // It works in place: new bin i is written after old bins 2i and 2i+1 are
@@ -184,16 +174,27 @@ func (a *activity) coarsen() {
 // engine was busy.
 func (a *activity) overlapPct() float64 {
 	a.flush()
-	compute, dmaBins := a.compute.values(a.width), a.dma.values(a.width)
 	var both, dma clock.Time
-	for i, d := range dmaBins {
-		d = clock.Min(d, a.width)
-		var c clock.Time
-		if i < len(compute) {
-			c = clock.Min(compute[i], a.width)
+	var nc, nd int32 // whole-bin coverage counts (prefix sums of full)
+	for c := 0; c*binChunk < a.dma.n; c++ {
+		m := min(binChunk, a.dma.n-c*binChunk)
+		dp, df := a.dma.part[c][:m], a.dma.full[c][:m]
+		var cp []clock.Time
+		var cf []int32
+		if c < len(a.compute.part) {
+			cp, cf = a.compute.part[c], a.compute.full[c]
 		}
-		dma += d
-		both += clock.Min(c, d)
+		for j := range dp {
+			nd += df[j]
+			d := clock.Min(dp[j]+clock.Time(nd)*a.width, a.width)
+			var busy clock.Time
+			if cp != nil && c*binChunk+j < a.compute.n {
+				nc += cf[j]
+				busy = clock.Min(cp[j]+clock.Time(nc)*a.width, a.width)
+			}
+			dma += d
+			both += clock.Min(busy, d)
+		}
 	}
 	if dma == 0 {
 		return 0

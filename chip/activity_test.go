@@ -27,6 +27,18 @@ func binSums(intervals [][2]clock.Time, width clock.Time) []clock.Time {
 	return out
 }
 
+// values returns the busy time of every bin (the reference the streaming
+// overlap is checked against).
+func (b *bins) values(width clock.Time) []clock.Time {
+	out := make([]clock.Time, b.n)
+	var n int32
+	for i := range out {
+		n += b.full[i/binChunk][i%binChunk]
+		out[i] = b.part[i/binChunk][i%binChunk] + clock.Time(n)*width
+	}
+	return out
+}
+
 func TestActivityBinsMatchTheReference(t *testing.T) {
 	for _, maxBins := range []int{maxActivityBins, 64, 7} {
 		rng := rand.New(rand.NewSource(int64(maxBins)))
@@ -69,4 +81,40 @@ func TestActivityOverlap(t *testing.T) {
 	a.DMA(0, 0, 0, 16, 0, dm, 4096, 3000*ns, 3500*ns)
 	// 500 of the DMA's 1500 ns overlap compute.
 	assert.InDelta(t, 100.0/3, a.overlapPct(), 1e-9)
+}
+
+// overlapPct streams through the bins; it must agree with the overlap
+// computed from every bin's value, over many chunks and with compute
+// ending before or after DMA.
+func TestActivityOverlapMatchesBinValues(t *testing.T) {
+	for seed := int64(1); seed <= 4; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		a := newActivity(nil)
+		span := int64(3000 * clock.Microsecond) // several chunks of bins
+		for i := 0; i < 2000; i++ {
+			s := clock.Time(rng.Int63n(span))
+			e := s + clock.Time(rng.Int63n(int64(2*clock.Microsecond))) + 1
+			if rng.Intn(2) == 0 {
+				a.add(&a.compute, s, e)
+			} else {
+				a.add(&a.dma, s, e)
+			}
+		}
+		if seed%2 == 0 {
+			a.add(&a.dma, clock.Time(span), clock.Time(span)+clock.Millisecond) // DMA outlasts compute
+		}
+		compute, dma := a.compute.values(a.width), a.dma.values(a.width)
+		var both, total clock.Time
+		for i, d := range dma {
+			d = clock.Min(d, a.width)
+			var c clock.Time
+			if i < len(compute) {
+				c = clock.Min(compute[i], a.width)
+			}
+			total += d
+			both += clock.Min(c, d)
+		}
+		require.Greater(t, total, clock.Time(0))
+		assert.InDelta(t, 100*float64(both)/float64(total), a.overlapPct(), 1e-9, "seed %d", seed)
+	}
 }

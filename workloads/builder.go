@@ -130,10 +130,11 @@ func (b *progBuilder) signal(id int32) []isa.SemSignal {
 
 // batchStream turns a step function into a lazy Stream: step(i) returns
 // the instructions of step i (possibly none), for i in [0, steps).
-func batchStream(key isa.StreamKey, steps int64, step func(i int64) ([]*isa.Instruction, error)) isa.StreamSource {
+func batchStream(key isa.StreamKey, steps int64, step func(i int64, sb *stepBuf) ([]*isa.Instruction, error)) isa.StreamSource {
 	return isa.StreamSource{Key: key, Count: -1, Open: func() isa.Stream {
 		var i int64
 		var buf []*isa.Instruction
+		var sb stepBuf
 		// A lowering bug must not crash the tool with a stack trace: the
 		// step (where the lowering runs) recovers; handing out the
 		// instructions it built needs no guard.
@@ -143,17 +144,20 @@ func batchStream(key isa.StreamKey, steps int64, step func(i int64) ([]*isa.Inst
 					out, err = nil, fmt.Errorf("internal lowering error at step %d: %v", i, r)
 				}
 			}()
-			return step(i)
+			return step(i, &sb)
 		}
 		return isa.FuncStream(func() (*isa.Instruction, error) {
 			for len(buf) == 0 {
 				if i >= steps {
 					return nil, nil
 				}
-				var err error
-				if buf, err = guarded(i); err != nil {
+				out, err := guarded(i)
+				if err != nil {
 					return nil, err
 				}
+				// Every instruction of a step is handed out before the next
+				// step runs: its slice can take the next step's.
+				buf, sb.out = out, out[:0]
 				i++
 			}
 			in := buf[0]
@@ -163,24 +167,33 @@ func batchStream(key isa.StreamKey, steps int64, step func(i int64) ([]*isa.Inst
 	}}
 }
 
+// stepBuf is one open stream's scratch for its generator's steps: out, an
+// empty slice to append the step's instructions to (its storage is reused
+// step after step), and a slab for the instructions the step makes.
+type stepBuf struct {
+	out []*isa.Instruction
+	slab
+}
+
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
-// slab hands out instructions and operand slices from a few large
-// allocations: a generator step builds hundreds of instructions, and one
-// allocation each would dominate the lowering's cost.
+// slab hands out instructions and operand slices from large allocations
+// (slabChunk of each at a time): a lowering makes many instructions, and
+// one allocation each would dominate its cost. The zero slab is ready to
+// use. What it hands out is never reused.
 type slab struct {
 	insts []isa.Instruction
 	ops   []isa.Operand
 }
 
-func newSlab(insts, ops int) *slab {
-	return &slab{insts: make([]isa.Instruction, 0, insts), ops: make([]isa.Operand, 0, ops)}
-}
+// slabChunk is how many instructions, or operands, a slab allocates at a
+// time.
+const slabChunk = 64
 
 // inst returns a new zero instruction.
 func (s *slab) inst() *isa.Instruction {
 	if len(s.insts) == cap(s.insts) {
-		s.insts = make([]isa.Instruction, 0, max(16, cap(s.insts)))
+		s.insts = make([]isa.Instruction, 0, slabChunk)
 	}
 	s.insts = s.insts[:len(s.insts)+1]
 	return &s.insts[len(s.insts)-1]
@@ -190,7 +203,7 @@ func (s *slab) inst() *isa.Instruction {
 // cannot grow into its neighbours.
 func (s *slab) operands(ops ...isa.Operand) []isa.Operand {
 	if len(s.ops)+len(ops) > cap(s.ops) {
-		s.ops = make([]isa.Operand, 0, max(32, cap(s.ops), len(ops)))
+		s.ops = make([]isa.Operand, 0, max(slabChunk, len(ops)))
 	}
 	i := len(s.ops)
 	s.ops = append(s.ops, ops...)

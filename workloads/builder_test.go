@@ -13,7 +13,7 @@ import (
 // step, not a crash.
 func TestBatchStreamTurnsAPanicIntoAnError(t *testing.T) {
 	in := &isa.Instruction{Op: isa.OpNop}
-	src := batchStream(isa.StreamKey{}, 5, func(i int64) ([]*isa.Instruction, error) {
+	src := batchStream(isa.StreamKey{}, 5, func(i int64, _ *stepBuf) ([]*isa.Instruction, error) {
 		if i == 2 {
 			var m map[string]int
 			m["boom"]++ // a nil map write: a lowering bug

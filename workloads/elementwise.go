@@ -101,7 +101,7 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	dmaEngines := int64(h.Core.DMA.Engines)
 	eng := map[string]isa.Engine{"scalar": isa.EngineScalar, "vector": isa.EngineVector, "gpsimd": isa.EngineGpSimd}[e.Engine]
 	opID := int32(1)
-	loadGen := func(s int64) ([]*isa.Instruction, error) {
+	loadGen := func(s int64, _ *stepBuf) ([]*isa.Instruction, error) {
 		r0, rows, c0, cols := tile(s)
 		slot := s % nbuf
 		var waits []isa.SemWait
@@ -123,7 +123,7 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		}
 		return outI, nil
 	}
-	computeGen := func(s int64) ([]*isa.Instruction, error) {
+	computeGen := func(s int64, _ *stepBuf) ([]*isa.Instruction, error) {
 		_, rows, _, cols := tile(s)
 		slot := s % nbuf
 		var waits []isa.SemWait
@@ -154,7 +154,7 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if storeEngine == eng {
 		storeEngine = isa.EngineSync
 	}
-	storeGen := func(s int64) ([]*isa.Instruction, error) {
+	storeGen := func(s int64, _ *stepBuf) ([]*isa.Instruction, error) {
 		r0, rows, c0, cols := tile(s)
 		slot := s % nbuf
 		return []*isa.Instruction{{Op: isa.OpDMACopy, Engine: storeEngine, Chip: b.chip, Core: b.core,
@@ -167,14 +167,14 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if storeEngine == isa.EngineSync {
 		// Loads and stores share Sync's stream: interleave them one step apart
 		// so a store never blocks the next loads behind it.
-		b.prog.Streams = append(b.prog.Streams, batchStream(key(isa.EngineSync), steps+1, func(s int64) ([]*isa.Instruction, error) {
+		b.prog.Streams = append(b.prog.Streams, batchStream(key(isa.EngineSync), steps+1, func(s int64, sb *stepBuf) ([]*isa.Instruction, error) {
 			var outI []*isa.Instruction
 			if s < steps {
-				l, _ := loadGen(s)
+				l, _ := loadGen(s, sb)
 				outI = append(outI, l...)
 			}
 			if s >= 1 {
-				st, _ := storeGen(s - 1)
+				st, _ := storeGen(s-1, sb)
 				outI = append(outI, st...)
 			}
 			return outI, nil

@@ -531,15 +531,16 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	queue := func(i int64) int16 { return int16(i % p.queues) }
 	opID := int32(1)
 
-	syncGen := func(s int64) ([]*isa.Instruction, error) {
+	syncGen := func(s int64, sb *stepBuf) ([]*isa.Instruction, error) {
 		si := &sched[s]
-		var out []*isa.Instruction
+		out := sb.out
 		// The slots are free once TensorE has finished the steps that used them.
 		waits := b.waitGE(nil, semStep, si.slotFree)
 		first := true
 		dma := func(dst, src isa.Operand, op isa.Opcode, sem int32, q int64) {
-			in := &isa.Instruction{Op: op, Engine: isa.EngineSync, Chip: b.chip, Core: b.core,
-				Outs: []isa.Operand{dst}, Ins: []isa.Operand{src}, Attrs: isa.Attrs{Queue: queue(q), DGE: p.dge},
+			in := sb.inst()
+			*in = isa.Instruction{Op: op, Engine: isa.EngineSync, Chip: b.chip, Core: b.core,
+				Outs: sb.operands(dst), Ins: sb.operands(src), Attrs: isa.Attrs{Queue: queue(q), DGE: p.dge},
 				Signal: b.signal(sem), OpID: opID}
 			if first {
 				in.Waits = waits
@@ -594,11 +595,10 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	// simulator never changes an instruction).
 	lsInst := make([]*isa.Instruction, p.nbuf*KT*MT)
 	mmInst := make([]*isa.Instruction, p.nbuf*KT*ntMax*p.ngroups*4)
-	tensorGen := func(s int64) ([]*isa.Instruction, error) {
+	tensorGen := func(s int64, sb *stepBuf) ([]*isa.Instruction, error) {
 		si := &sched[s]
-		n := si.mTiles * si.kTiles * (1 + si.nTiles)
-		sl := newSlab(8, 0) // most instructions are handed out again
-		out := make([]*isa.Instruction, 0, n)
+		sl := &sb.slab
+		out := sb.out
 		var waits []isa.SemWait
 		waits = b.waitGE(waits, semA, dmaEngines*si.cumA)
 		waits = b.waitGE(waits, semB, dmaEngines*si.cumB)
@@ -659,17 +659,16 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return out, nil
 	}
 
-	var storeInstrs func(s int64) []*isa.Instruction
+	var storeInstrs func(s int64, out []*isa.Instruction, sl *slab) []*isa.Instruction
 	// Evacuations without waits or signals (the middle tiles of a group) are
 	// handed out again too, keyed by engine, result slot, tile, group and
 	// whether they copy or add.
 	evInst := make([]*isa.Instruction, 2*nRes*MT*ntMax*p.ngroups*2)
-	evacGen := func(eng isa.Engine) func(s int64) ([]*isa.Instruction, error) {
-		return func(s int64) ([]*isa.Instruction, error) {
+	evacGen := func(eng isa.Engine) func(s int64, sb *stepBuf) ([]*isa.Instruction, error) {
+		return func(s int64, sb *stepBuf) ([]*isa.Instruction, error) {
 			si := &sched[s]
-			n := si.mTiles * si.nTiles
-			sl := newSlab(4, 4)
-			out := make([]*isa.Instruction, 0, n+2)
+			sl := &sb.slab
+			out := sb.out
 			for mt := int64(0); mt < si.mTiles; mt++ {
 				u := si.groups0 + mt
 				if evacEngine(u) != eng {
@@ -718,7 +717,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 				}
 			}
 			if eng == isa.EngineScalar {
-				out = append(out, storeInstrs(s)...)
+				out = storeInstrs(s, out, sl)
 			}
 			return out, nil
 		}
@@ -726,20 +725,20 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 
 	// storeInstrs returns the store of a finished result block (issued from
 	// ScalarE's stream) after the block's last K step.
-	storeInstrs = func(s int64) []*isa.Instruction {
+	storeInstrs = func(s int64, out []*isa.Instruction, sl *slab) []*isa.Instruction {
 		si := &sched[s]
 		if !si.last {
-			return nil
+			return out
 		}
 		var waits []isa.SemWait
 		lastU := si.groups0 + si.mTiles - 1
 		waits = b.waitGE(waits, semEvacV, groupCount(lastU, isa.EngineVector))
 		waits = b.waitGE(waits, semEvacS, groupCount(lastU, isa.EngineScalar))
-		var out []*isa.Instruction
 		fullM := si.mSize / 128 * 128
 		st := func(dst, src isa.Operand) {
-			in := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineScalar, Chip: b.chip, Core: b.core,
-				Outs: []isa.Operand{dst}, Ins: []isa.Operand{src}, Attrs: isa.Attrs{Queue: queue(2*s + 2), DGE: p.dge},
+			in := sl.inst()
+			*in = isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineScalar, Chip: b.chip, Core: b.core,
+				Outs: sl.operands(dst), Ins: sl.operands(src), Attrs: isa.Attrs{Queue: queue(2*s + 2), DGE: p.dge},
 				Signal: b.signal(semStore), OpID: opID, Waits: waits}
 			waits = nil
 			out = append(out, in)

@@ -40,8 +40,8 @@ type activity struct {
 // costs the same however many bins it spans: part has the time in the
 // interval's first and last bins, and full is a difference array of how
 // many intervals cover a bin whole (bin i is covered by the sum of
-// full[0..i]). Both are kept in chunks of binChunk bins, allocated as the
-// record grows and never copied.
+// full[0..i]). Both are kept in chunks of binChunk bins, allocated together
+// as the record grows and never copied.
 type bins struct {
 	part [][]clock.Time
 	full [][]int32
@@ -52,11 +52,18 @@ type bins struct {
 // that a chunk is an ordinary small allocation, not a fresh large span.
 const binChunk = 1 << 10
 
+// binsChunk is one chunk's storage (one allocation, holding no pointers).
+type binsChunk struct {
+	part [binChunk]clock.Time
+	full [binChunk]int32
+}
+
 // grow makes room for n bins.
 func (b *bins) grow(n int) {
 	for len(b.part)*binChunk < n {
-		b.part = append(b.part, make([]clock.Time, binChunk))
-		b.full = append(b.full, make([]int32, binChunk))
+		c := new(binsChunk)
+		b.part = append(b.part, c.part[:])
+		b.full = append(b.full, c.full[:])
 	}
 	b.n = max(b.n, n)
 }

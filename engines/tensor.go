@@ -67,11 +67,7 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 		} else if !ts.statUsed {
 			ts.statUsed, ts.firstUse = true, start
 		}
-		if in.Op == isa.OpMultiplyMoving {
-			mv := &in.Ins[0].AP
-			k := float64(mv.PartCount) * float64(isa.PerfModeRows(in.Attrs.PerfMode))
-			s.Stats.FLOPs += 2 * k * float64(in.Outs[0].AP.PartCount) * float64(mv.FreeSize())
-		}
+		s.Stats.FLOPs += s.curDec.FLOPs
 	default:
 		// Sequencer-only instructions (DMA triggers, semaphores, nop).
 		start = s.clk.Edge(t)

@@ -22,7 +22,10 @@ type Decoded struct {
 	engine      Engine
 	costOK      bool
 	// Flags are the cost-table conditions that hold (CostModel.Flags).
-	Flags  uint32
+	Flags uint32
+	// FLOPs is what a multiply_moving computes (2 x multiply-accumulates);
+	// 0 for other instructions.
+	FLOPs  float64
 	nSpans int32
 	costNS int64
 	cost   Cost
@@ -218,6 +221,11 @@ func (c *DecodeCache) fill(d *Decoded, in *Instruction, outs, ins *Operand) {
 	*d = Decoded{Flags: c.model.Flags(in), model: c.model, cache: c, outs: outs, ins: ins, proto: in,
 		nOuts: int32(len(in.Outs)), nIns: int32(len(in.Ins)), op: in.Op, engine: in.Engine, chip: in.Chip, core: in.Core}
 	d.nSpans = int32(len(AppendSpans(d.spans[:0], in)))
+	if in.Op == OpMultiplyMoving && len(in.Ins) > 0 && len(in.Outs) > 0 {
+		mv := &in.Ins[0].AP
+		k := float64(mv.PartCount) * float64(PerfModeRows(in.Attrs.PerfMode))
+		d.FLOPs = 2 * k * float64(in.Outs[0].AP.PartCount) * float64(mv.FreeSize())
+	}
 }
 
 // bodyHash hashes a body's operand arrays and opcode.

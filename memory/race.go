@@ -278,7 +278,7 @@ func (d *RaceDetector) check(sh *coreShadow, a *isa.Span, agent int32, epoch uin
 	g0, g1 := a.Lo>>granuleShift, (a.Hi-1)>>granuleShift
 	buckets := sh.mem[mi]
 	if int(g1) >= len(buckets) {
-		grown := make([]bucket, g1+1)
+		grown := make([]bucket, max(g1+1, 2*int64(len(buckets)), 16))
 		copy(grown, buckets)
 		sh.mem[mi], buckets = grown, grown
 	}

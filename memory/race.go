@@ -170,6 +170,7 @@ func (g *agentRing) push(r rec) {
 // counts the changes to its records.
 type bucket struct {
 	groups  []*agentRing
+	last    *agentRing // the ring of the agent that accessed it last
 	version uint64
 }
 
@@ -285,11 +286,14 @@ func (d *RaceDetector) check(sh *coreShadow, a *isa.Span, agent int32, epoch uin
 	mine := rec{partLo: a.PartLo, partHi: a.PartHi, epoch: epoch, lo: a.Lo, hi: a.Hi, write: a.Write}
 	for g := g0; g <= g1; g++ {
 		b := &buckets[g]
-		var own *agentRing
-		for _, grp := range b.groups {
-			if grp.agent == agent {
-				own = grp
-				break
+		own := b.last
+		if own == nil || own.agent != agent {
+			own = nil
+			for _, grp := range b.groups {
+				if grp.agent == agent {
+					own = grp
+					break
+				}
 			}
 		}
 		ordered := true // every other agent's record is ordered before a
@@ -318,6 +322,7 @@ func (d *RaceDetector) check(sh *coreShadow, a *isa.Span, agent int32, epoch uin
 			own = &agentRing{agent: agent}
 			b.groups = append(b.groups, own)
 		}
+		b.last = own
 		if ordered {
 			own.clean = b.version
 		}

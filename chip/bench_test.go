@@ -81,14 +81,14 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 		sigs[id] = []isa.SemSignal{{Sem: isa.SemRef{ID: int32(id)}, Add: 1}}
 	}
 	// step hands out one step's instructions and waits from per-stream
-	// slabs of 1024, as a lowering does, so the benchmark measures the
+	// slabs of 64, as the GEMM lowering does, so the benchmark measures the
 	// simulator rather than the allocator.
 	type step struct {
 		insts []isa.Instruction
 		waits []isa.SemWait
 		out   []*isa.Instruction
 	}
-	const slabLen = 1024
+	const slabLen = 64
 	newStep := func(st *step) *step {
 		if st == nil {
 			st = &step{}

@@ -108,10 +108,11 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 	// instruction that differs from the last only in its waits.
 	emit := func(st *step, tmpl *isa.Instruction, w1, w2 [2]int64) {
 		w0 := len(st.waits)
-		for _, w := range [2][2]int64{w1, w2} {
-			if w[1] > 0 {
-				st.waits = append(st.waits, isa.SemWait{Sem: isa.SemRef{ID: int32(w[0])}, Value: w[1]})
-			}
+		if w1[1] > 0 {
+			st.waits = append(st.waits, isa.SemWait{Sem: isa.SemRef{ID: int32(w1[0])}, Value: w1[1]})
+		}
+		if w2[1] > 0 {
+			st.waits = append(st.waits, isa.SemWait{Sem: isa.SemRef{ID: int32(w2[0])}, Value: w2[1]})
 		}
 		st.insts = st.insts[:len(st.insts)+1]
 		in := &st.insts[len(st.insts)-1]

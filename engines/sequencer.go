@@ -59,6 +59,10 @@ type Sequencer struct {
 	// usedPorts is set when the last committed instruction booked a shared
 	// SBUF/PSUM port or PSUM bank.
 	usedPorts bool
+	// portRules is set when some port or bank rule of the config applies
+	// to this engine; psumBankBytes is the PSUM bank size.
+	portRules     bool
+	psumBankBytes int64
 
 	gen      uint64
 	pendingT clock.Time // time of the scheduled issue event, or Never
@@ -98,6 +102,11 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		decode:        isa.NewDecodeCache(c.Cfg.Limits, c.Cfg.Cost),
 	}
 	s.events.Handler = s
+	vgs := e == isa.EngineVector || e == isa.EngineScalar || e == isa.EngineGpSimd
+	s.portRules = (c.Cfg.SamePSUMBankExclusive && vgs) ||
+		(c.Cfg.VectorGpSimdShareSBUF && (e == isa.EngineVector || e == isa.EngineGpSimd)) ||
+		(c.Cfg.VectorScalarSharePSUM && (e == isa.EngineVector || e == isa.EngineScalar))
+	s.psumBankBytes = c.Cfg.Limits.PSUMBankBytes()
 	if c.Race != nil {
 		s.vc = make(memory.VClock, c.Cfg.Agents)
 	}
@@ -404,6 +413,10 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 // instruction needs is free for its interval, and books them.
 func (s *Sequencer) claimPorts(in *isa.Instruction, start, interval clock.Time, cause StallCause) (clock.Time, StallCause) {
 	c := s.core
+	if !s.portRules {
+		s.usedPorts = false
+		return start, cause
+	}
 	var ports [4]*memory.Port
 	var causes [4]StallCause
 	n := 0
@@ -417,7 +430,7 @@ func (s *Sequencer) claimPorts(in *isa.Instruction, start, interval clock.Time, 
 		case isa.MemPSUM:
 			usesPSUM = true
 			if c.Cfg.SamePSUMBankExclusive && n < len(ports) && (s.eng == isa.EngineVector || s.eng == isa.EngineScalar || s.eng == isa.EngineGpSimd) {
-				bank := int(sp.Lo / c.Cfg.Limits.PSUMBankBytes())
+				bank := int(sp.Lo / s.psumBankBytes)
 				if bank < len(c.psumBank) {
 					p := c.psumBank[bank]
 					dup := false

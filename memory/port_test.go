@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math/rand"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -81,10 +82,11 @@ func TestPortReserveSequence(t *testing.T) {
 	assert.Equal(t, clock.Time(5), p.Earliest(5, 5, 1))
 	assert.Equal(t, clock.Time(20), p.Earliest(5, 6, 1))
 	// Reservations stay sorted by start.
-	for i := 1; i < len(p.res); i++ {
-		assert.LessOrEqual(t, p.res[i-1].start, p.res[i].start)
+	res, _ := p.live()
+	for i := 1; i < len(res); i++ {
+		assert.LessOrEqual(t, res[i-1].start, res[i].start)
 	}
-	assert.Len(t, p.res, 3)
+	assert.Len(t, res, 3)
 	assert.Equal(t, []int{1, 2, 3}, p.owners)
 }
 
@@ -108,9 +110,10 @@ func TestPortPrune(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := portWith(tc.res...)
 			p.Prune(tc.at)
-			assert.Len(t, p.res, tc.left)
-			assert.Len(t, p.owners, tc.left)
-			for _, r := range p.res[:min(1, len(p.res))] {
+			res, owners := p.live()
+			assert.Len(t, res, tc.left)
+			assert.Len(t, owners, tc.left)
+			for _, r := range res[:min(1, len(res))] {
 				assert.Greater(t, r.end, tc.at, "the first kept reservation is still running")
 			}
 			assert.Equal(t, tc.check, p.Earliest(tc.at, 1, 9))
@@ -119,7 +122,69 @@ func TestPortPrune(t *testing.T) {
 	// Pruning keeps owners aligned with their reservations.
 	p := portWith(booking{0, 10, 1}, booking{10, 10, 2}, booking{20, 10, 3})
 	p.Prune(10)
-	assert.Equal(t, []int{2, 3}, p.owners)
+	_, owners := p.live()
+	assert.Equal(t, []int{2, 3}, owners)
 	assert.Equal(t, clock.Time(10), p.Earliest(10, 5, 2), "owner 2 does not wait for itself")
 	assert.Equal(t, clock.Time(30), p.Earliest(10, 5, 1))
+}
+
+// refPort is the plain model Port must agree with: every reservation kept
+// in a sorted list, pruned by removal.
+type refPort struct {
+	res    []span
+	owners []int
+}
+
+func (p *refPort) earliest(t, d clock.Time, owner int) clock.Time {
+	s := t
+	for i, r := range p.res {
+		if p.owners[i] == owner || r.end <= s {
+			continue
+		}
+		if r.start >= s+d {
+			break
+		}
+		s = r.end
+	}
+	return s
+}
+
+func (p *refPort) reserve(s, d clock.Time, owner int) {
+	i := len(p.res)
+	for i > 0 && p.res[i-1].start > s {
+		i--
+	}
+	p.res = append(p.res[:i], append([]span{{s, s + d}}, p.res[i:]...)...)
+	p.owners = append(p.owners[:i], append([]int{owner}, p.owners[i:]...)...)
+}
+
+func (p *refPort) prune(t clock.Time) {
+	n := 0
+	for n < len(p.res) && p.res[n].end <= t {
+		n++
+	}
+	p.res, p.owners = p.res[n:], p.owners[n:]
+}
+
+// Random bookings and prunes, long enough to reclaim the spent prefix many
+// times: Port answers as the plain model does.
+func TestPortMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	p, ref := NewPort("x"), &refPort{}
+	now := clock.Time(0)
+	for i := 0; i < 20000; i++ {
+		now += clock.Time(rng.Intn(4))
+		p.Prune(now)
+		ref.prune(now)
+		owner := rng.Intn(3)
+		d := clock.Time(1 + rng.Intn(6))
+		at := now + clock.Time(rng.Intn(10))
+		s := p.Earliest(at, d, owner)
+		require.Equal(t, ref.earliest(at, d, owner), s, "step %d", i)
+		p.Reserve(s, d, owner)
+		ref.reserve(s, d, owner)
+		res, owners := p.live()
+		require.Equal(t, ref.res, append([]span(nil), res...), "step %d", i)
+		require.Equal(t, ref.owners, append([]int(nil), owners...), "step %d", i)
+	}
 }

@@ -114,17 +114,38 @@ func (c Clock) After(edge Time, n int64) Time {
 	return Time(math.Round((k + float64(n)) * c.periodFS))
 }
 
-// EdgeMemo is a Clock that remembers the last edge it found: a sequencer
-// asks for the edge at or after the same times over and over (its own free
-// time, which is an edge already), and a remembered answer skips the float
-// arithmetic. Results are identical to Clock's.
+// EdgeMemo is a Clock that remembers the last edge it found and the last
+// two durations it converted: a sequencer asks for the edge at or after the
+// same times over and over (its own free time, which is an edge already),
+// and for the same intervals and latencies, and a remembered answer skips
+// the float arithmetic. Results are identical to Clock's.
 type EdgeMemo struct {
 	Clock
 	in, out Time // Edge(in) == out, and out is an edge
+	// The last two durations asked of Cycles (an interval and a latency).
+	cycN [2]int64
+	cycT [2]Time
 }
 
 // NewEdgeMemo returns a memo for c that remembers nothing yet.
-func NewEdgeMemo(c Clock) EdgeMemo { return EdgeMemo{Clock: c, in: -1, out: -1} }
+func NewEdgeMemo(c Clock) EdgeMemo {
+	return EdgeMemo{Clock: c, in: -1, out: -1, cycN: [2]int64{-1, -1}}
+}
+
+// Cycles returns the duration of n cycles (Clock.Cycles), remembering the
+// last two asked.
+func (m *EdgeMemo) Cycles(n int64) Time {
+	switch n {
+	case m.cycN[0]:
+		return m.cycT[0]
+	case m.cycN[1]:
+		return m.cycT[1]
+	}
+	t := m.Clock.Cycles(n)
+	m.cycN[1], m.cycT[1] = m.cycN[0], m.cycT[0]
+	m.cycN[0], m.cycT[0] = n, t
+	return t
+}
 
 // Edge returns the first clock edge at or after t (Clock.Edge).
 func (m *EdgeMemo) Edge(t Time) Time {

@@ -220,6 +220,8 @@ func TestEdgeMemoMatchesClock(t *testing.T) {
 				q = c.Edge(prev) // an edge
 			}
 			require.Equal(t, c.Edge(q), m.Edge(q), "%g GHz: Edge(%d)", ghz, q)
+			n := rng.Int63n(8) * rng.Int63n(1000)
+			require.Equal(t, c.Cycles(n), m.Cycles(n), "%g GHz: Cycles(%d)", ghz, n)
 			prev = q
 		}
 	}

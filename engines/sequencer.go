@@ -281,7 +281,8 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	}
 
 	// A DMA trigger needs a free slot in its queue.
-	if in.Op.IsDMA() && c.DMA.QueueFull(in.Attrs.Queue) {
+	isDMA := in.Op.IsDMA()
+	if isDMA && c.DMA.QueueFull(in.Attrs.Queue) {
 		s.startWait(now, StallDMAQueue, isa.SemRef{})
 		c.DMA.WaitQueue(in.Attrs.Queue, s.wakeAt)
 		return 0, false
@@ -308,7 +309,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	cost := s.curDec.Cost(ns)
 	interval := s.clk.Cycles(cost.IntervalCycles)
 	latency := s.clk.Cycles(cost.LatencyCycles)
-	if in.Op.IsDMA() && in.Attrs.DGE == isa.DGESoftware {
+	if isDMA && in.Attrs.DGE == isa.DGESoftware {
 		extra := s.clk.CyclesF(float64(c.DMA.Descriptors(in)) * c.Cfg.SoftwareDGECycles)
 		interval += extra
 		latency += extra
@@ -357,7 +358,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	s.Stats.Stall[StallPower] += powerExtra
 
 	// Data races against every other agent.
-	if c.Race != nil && !in.Op.IsDMA() {
+	if c.Race != nil && !isDMA {
 		if err := c.Race.CheckSpans(in, s.curDec.Spans(), s.agent, s.name, s.vc, c.Sim.Describe); err != nil {
 			c.Sim.Fail(err)
 			return 0, false
@@ -367,12 +368,12 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	completion := start + latency
 	for i := range in.Signal {
 		sg := &in.Signal[i]
-		if in.Op.IsDMA() {
+		if isDMA {
 			break // the DMA engines signal when the transfer completes
 		}
 		c.board(sg.Sem).Post(sg.Sem.ID, completion, sg.Add, s.vc, now)
 	}
-	if in.Op.IsDMA() {
+	if isDMA {
 		if err := c.DMA.Submit(in, start+interval, s.vc); err != nil {
 			c.Sim.Fail(fmt.Errorf("%s: %w", c.Sim.Describe(in), err))
 			return 0, false

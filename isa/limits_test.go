@@ -409,3 +409,11 @@ func TestLimitsCheckBuffer(t *testing.T) {
 		})
 	}
 }
+
+// IsDMA tests a range of opcodes; the table says which are DMA transfers.
+func TestIsDMAMatchesTheTable(t *testing.T) {
+	for o := Opcode(0); o < numOpcodes+2; o++ {
+		want := o < numOpcodes && opTable[o].IsDMA
+		assert.Equal(t, want, o.IsDMA(), "%s", o)
+	}
+}

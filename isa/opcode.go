@@ -121,7 +121,7 @@ func (o Opcode) Info() OpInfo {
 func (o Opcode) String() string { return o.Info().Name }
 
 // IsDMA reports whether the opcode triggers a DMA transfer.
-func (o Opcode) IsDMA() bool { return o < numOpcodes && opTable[o].IsDMA }
+func (o Opcode) IsDMA() bool { return o >= OpDMACopy && o <= OpDMAScatter } // the DMA opcodes are consecutive (TestIsDMAMatchesTheTable)
 
 // RunsOn reports whether the opcode may be issued by engine e.
 func (o Opcode) RunsOn(e Engine) bool {

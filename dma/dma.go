@@ -318,6 +318,12 @@ func (d *Subsystem) rowsOfEngine(p *plan, e int) (int64, int64) {
 // Submit queues a transfer triggered at time trigger by an agent whose
 // clock is vc.
 func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VClock) error {
+	return d.SubmitDecoded(in, isa.AppendSpans(nil, in), trigger, vc)
+}
+
+// SubmitDecoded is Submit with the on-chip spans of the transfer's
+// operands given (isa.Decoded.Spans), as the sequencers have them.
+func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger clock.Time, vc memory.VClock) error {
 	q := in.Attrs.Queue
 	agent := d.cfg.AgentBase + int(q)
 	qvc := d.queueVC[q]
@@ -325,7 +331,7 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 		// Happens-before is tracked only for the race detector.
 		d.env.Clocks.Join(qvc, vc)
 		d.env.Clocks.Tick(qvc, agent)
-		if err := d.env.Race.CheckInstruction(in, agent, d.queueNames[q], qvc, d.env.Describe); err != nil {
+		if err := d.env.Race.CheckSpans(in, spans, agent, d.queueNames[q], qvc, d.env.Describe); err != nil {
 			return err
 		}
 	}

@@ -42,9 +42,10 @@ type DMAPort interface {
 	QueueFull(q int16) bool
 	// WaitQueue asks for wake to be called when queue q frees a slot.
 	WaitQueue(q int16, wake func(at clock.Time))
-	// Submit hands a transfer to the DMA engines, triggered at time trigger
-	// by an agent with clock vc.
-	Submit(in *isa.Instruction, trigger clock.Time, vc memory.VClock) error
+	// SubmitDecoded hands a transfer to the DMA engines, triggered at time
+	// trigger by an agent with clock vc; spans are its on-chip operands'
+	// spans (isa.Decoded.Spans).
+	SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger clock.Time, vc memory.VClock) error
 	// Descriptors returns how many descriptors a transfer needs.
 	Descriptors(in *isa.Instruction) int64
 }

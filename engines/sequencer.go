@@ -374,7 +374,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 		c.board(sg.Sem).Post(sg.Sem.ID, completion, sg.Add, s.vc, now)
 	}
 	if isDMA {
-		if err := c.DMA.Submit(in, start+interval, s.vc); err != nil {
+		if err := c.DMA.SubmitDecoded(in, s.curDec.Spans(), start+interval, s.vc); err != nil {
 			c.Sim.Fail(fmt.Errorf("%s: %w", c.Sim.Describe(in), err))
 			return 0, false
 		}

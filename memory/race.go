@@ -191,7 +191,6 @@ type RaceDetector struct {
 	lastK [2]int32
 	names []string   // agent names, by agent
 	whos  []*whoRing // recent instructions, by agent
-	spans []isa.Span // CheckInstruction's scratch
 }
 
 // NewRaceDetector returns an empty detector.
@@ -361,17 +360,10 @@ func (d *RaceDetector) check(sh *coreShadow, a *isa.Span, agent int32, epoch uin
 	return race, raceAgent, found
 }
 
-// CheckInstruction checks every SBUF/PSUM operand of in as an access by
-// agent (called name) whose clock is vc, and returns a *RaceError naming the
-// first conflicting pair, or nil. describe prints instructions for the
-// error.
-func (d *RaceDetector) CheckInstruction(in *isa.Instruction, agent int, name string, vc VClock, describe func(*isa.Instruction) string) error {
-	d.spans = isa.AppendSpans(d.spans[:0], in)
-	return d.CheckSpans(in, d.spans, agent, name, vc, describe)
-}
-
-// CheckSpans is CheckInstruction with in's on-chip operand spans given
-// (isa.Decoded.Spans), outputs first.
+// CheckSpans checks every SBUF/PSUM operand of in, given by its on-chip
+// spans (isa.Decoded.Spans, outputs first), as an access by agent (called
+// name) whose clock is vc, and returns a *RaceError naming the first
+// conflicting pair, or nil. describe prints instructions for the error.
 func (d *RaceDetector) CheckSpans(in *isa.Instruction, spans []isa.Span, agent int, name string, vc VClock, describe func(*isa.Instruction) string) error {
 	if len(spans) == 0 {
 		return nil

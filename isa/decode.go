@@ -154,7 +154,7 @@ func NewDecodeCache(l *Limits, m *CostModel) *DecodeCache {
 // one of an uncacheable body (a barrier's), only until the next call.
 func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 	ih := instHash(in)
-	is := &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
+	is := c.instSlot(ih)
 	if is.in == in {
 		c.Hits++
 		return is.d, nil
@@ -175,7 +175,7 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 		return &c.scratch, nil
 	}
 	h := bodyHash(outs, ins, in.Op)
-	slot := &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
+	slot := c.slot(h)
 	if d := *slot; d != nil && d.outs == outs && d.ins == ins && int(d.nOuts) == len(in.Outs) && int(d.nIns) == len(in.Ins) &&
 		d.op == in.Op && d.engine == in.Engine && d.chip == in.Chip && d.core == in.Core && d.proto.Attrs.sameScalars(&in.Attrs) {
 		c.Hits++
@@ -198,8 +198,7 @@ func (c *DecodeCache) Decode(in *Instruction) (*Decoded, error) {
 		c.growMisses++
 		if 2*c.repeats > len(c.slots) && 4*c.repeats > c.growMisses {
 			c.grow()
-			is = &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
-			slot = &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)]
+			is, slot = c.instSlot(ih), c.slot(h)
 		}
 	}
 	if err := c.limits.Check(in); err != nil {
@@ -233,6 +232,14 @@ func bodyHash(outs, ins *Operand, op Opcode) uintptr {
 	return uintptr(unsafe.Pointer(outs))>>3*0x9E3779B1 ^ uintptr(unsafe.Pointer(ins))>>3 ^ uintptr(op)<<7
 }
 
+// slot returns the table entry for body hash h.
+func (c *DecodeCache) slot(h uintptr) **Decoded { return &c.slots[(h^h>>16)&uintptr(len(c.slots)-1)] }
+
+// instSlot returns the byInst entry for instruction hash ih.
+func (c *DecodeCache) instSlot(ih uintptr) *instSlot {
+	return &c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)]
+}
+
 // instHash hashes an instruction's address.
 func instHash(in *Instruction) uintptr { return uintptr(unsafe.Pointer(in)) >> 4 }
 
@@ -244,13 +251,13 @@ func (c *DecodeCache) grow() {
 	for _, d := range old {
 		if d != nil {
 			h := bodyHash(d.outs, d.ins, d.op)
-			c.slots[(h^h>>16)&uintptr(len(c.slots)-1)] = d
+			*c.slot(h) = d
 		}
 	}
 	for _, is := range oldInst {
 		if is.in != nil {
 			ih := instHash(is.in)
-			c.byInst[(ih^ih>>9)&uintptr(len(c.byInst)-1)] = is
+			*c.instSlot(ih) = is
 		}
 	}
 }

@@ -13,13 +13,18 @@ type Port struct {
 	Name string
 	// res holds disjoint reservations sorted by start, from index head on
 	// (the prefix is spent space, reclaimed when the list must grow).
-	res []span
-	// owner of each reservation, so an engine never waits for itself.
-	owners []int
-	head   int
+	res  []reservation
+	head int
 }
 
 type span struct{ start, end clock.Time }
+
+// reservation is a booked span and its owner (an engine never waits for
+// itself).
+type reservation struct {
+	span
+	owner int
+}
 
 // NewPort returns an idle port.
 func NewPort(name string) *Port { return &Port{Name: name} }
@@ -28,12 +33,8 @@ func NewPort(name string) *Port { return &Port{Name: name} }
 // for d without overlapping another owner's reservation.
 func (p *Port) Earliest(t, d clock.Time, owner int) clock.Time {
 	s := t
-	for i := p.head; i < len(p.res); i++ {
-		r := p.res[i]
-		if p.owners[i] == owner {
-			continue
-		}
-		if r.end <= s {
+	for _, r := range p.res[p.head:] {
+		if r.owner == owner || r.end <= s {
 			continue
 		}
 		if r.start >= s+d {
@@ -52,25 +53,19 @@ func (p *Port) Reserve(s, d clock.Time, owner int) {
 	if p.head > 0 && len(p.res) == cap(p.res) {
 		// Reclaim the spent prefix rather than grow.
 		n := copy(p.res, p.res[p.head:])
-		copy(p.owners, p.owners[p.head:])
-		p.res, p.owners, p.head = p.res[:n], p.owners[:n], 0
+		p.res, p.head = p.res[:n], 0
 	}
 	i := len(p.res)
 	for i > p.head && p.res[i-1].start > s {
 		i--
 	}
-	p.res = append(p.res, span{s, s + d})
-	p.owners = append(p.owners, owner)
+	r := reservation{span{s, s + d}, owner}
+	p.res = append(p.res, r)
 	if i < len(p.res)-1 {
 		copy(p.res[i+1:], p.res[i:])
-		copy(p.owners[i+1:], p.owners[i:])
-		p.res[i] = span{s, s + d}
-		p.owners[i] = owner
+		p.res[i] = r
 	}
 }
-
-// live returns the reservations still held, with their owners.
-func (p *Port) live() ([]span, []int) { return p.res[p.head:], p.owners[p.head:] }
 
 // Prune forgets reservations that ended before t (no request can start
 // earlier than the current simulated time).
@@ -79,6 +74,6 @@ func (p *Port) Prune(t clock.Time) {
 		p.head++
 	}
 	if p.head == len(p.res) {
-		p.res, p.owners, p.head = p.res[:0], p.owners[:0], 0
+		p.res, p.head = p.res[:0], 0
 	}
 }

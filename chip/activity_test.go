@@ -70,8 +70,8 @@ func TestActivityBinsMatchTheReference(t *testing.T) {
 
 func TestActivityOverlap(t *testing.T) {
 	ns := clock.Nanosecond
-	mm := &isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor}
-	dm := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync}
+	mm := &isa.Instruction{Body: &isa.Body{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor}}
+	dm := &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync}}
 	a := newActivity(nil)
 	// TensorE busy [0, 1000) in two touching pieces; 16 DMA engines busy
 	// [500, 1500) and then alone [3000, 3500).

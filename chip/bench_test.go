@@ -147,21 +147,16 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 	var load, store [2]isa.Instruction
 	var mm, vec, act [2][4]isa.Instruction
 	for s := 0; s < 2; s++ {
-		load[s] = isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: wholeIn[s], Ins: opHin,
-			Attrs: isa.Attrs{Queue: 0, DGE: isa.DGEHardware}, Signal: sigs[sLoad], OpID: 1}
-		store[s] = isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: opHout, Ins: wholeOut[s],
-			Attrs: isa.Attrs{Queue: 1, DGE: isa.DGEHardware}, Signal: sigs[sStore], OpID: 5}
+		load[s] = isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: wholeIn[s], Ins: opHin, Attrs: isa.Attrs{Queue: 0, DGE: isa.DGEHardware}, OpID: 1}, Signal: sigs[sLoad]}
+		store[s] = isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: opHout, Ins: wholeOut[s], Attrs: isa.Attrs{Queue: 1, DGE: isa.DGEHardware}, OpID: 5}, Signal: sigs[sStore]}
 		for j := 0; j < 4; j++ {
-			mm[s][j] = isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: opAcc[s][j],
-				Ins: opIn[s][j], Attrs: isa.Attrs{Start: true, Stop: true}, Signal: sigs[sMM], OpID: 2}
-			vec[s][j] = isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: opMid[s][j],
-				Ins: opAcc[s][j], Signal: sigs[sVec], OpID: 3}
-			act[s][j] = isa.Instruction{Op: isa.OpActivation, Engine: isa.EngineScalar, Outs: opOut[s][j],
-				Ins: opMid[s][j], Attrs: isa.Attrs{Func: isa.ActGelu, Scale: 1}, Signal: sigs[sAct], OpID: 4}
+			mm[s][j] = isa.Instruction{Body: &isa.Body{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: opAcc[s][j], Ins: opIn[s][j], Attrs: isa.Attrs{Start: true, Stop: true}, OpID: 2}, Signal: sigs[sMM]}
+			vec[s][j] = isa.Instruction{Body: &isa.Body{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: opMid[s][j], Ins: opAcc[s][j], OpID: 3}, Signal: sigs[sVec]}
+			act[s][j] = isa.Instruction{Body: &isa.Body{Op: isa.OpActivation, Engine: isa.EngineScalar, Outs: opOut[s][j], Ins: opMid[s][j], Attrs: isa.Attrs{Func: isa.ActGelu, Scale: 1}, OpID: 4}, Signal: sigs[sAct]}
 		}
 	}
-	ls := isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: opW, OpID: 2}
-	iotaTmpl := isa.Instruction{Op: isa.OpIota, Engine: isa.EngineGpSimd, Outs: opG, Attrs: isa.Attrs{Step: 1}, Signal: sigs[sG], OpID: 6}
+	ls := isa.Instruction{Body: &isa.Body{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: opW, OpID: 2}}
+	iotaTmpl := isa.Instruction{Body: &isa.Body{Op: isa.OpIota, Engine: isa.EngineGpSimd, Outs: opG, Attrs: isa.Attrs{Step: 1}, OpID: 6}, Signal: sigs[sG]}
 	var none [2]int64
 	prog.Streams = []isa.StreamSource{
 		stream(isa.EngineSync, func(st *step, i int) []*isa.Instruction {

@@ -64,7 +64,7 @@ func (o opd) operand(t *testing.T) isa.Operand {
 
 func inst(t *testing.T, eng isa.Engine, op isa.Opcode, attrs isa.Attrs, outs []opd, ins ...opd) *isa.Instruction {
 	t.Helper()
-	in := &isa.Instruction{Op: op, Engine: eng, Attrs: attrs}
+	in := &isa.Instruction{Body: &isa.Body{Op: op, Engine: eng, Attrs: attrs}}
 	for _, o := range outs {
 		in.Outs = append(in.Outs, o.operand(t))
 	}
@@ -501,7 +501,7 @@ func TestCostSyncAndDMAOnEveryEngine(t *testing.T) {
 		m := costModel(t, table)
 		for _, e := range isa.AllEngines() {
 			for _, op := range []isa.Opcode{isa.OpNop, isa.OpSemWait, isa.OpSemInc, isa.OpBarrier} {
-				c := cost(m, &isa.Instruction{Op: op, Engine: e}, 0)
+				c := cost(m, &isa.Instruction{Body: &isa.Body{Op: op, Engine: e}}, 0)
 				assert.Equal(t, int64(1), c.IntervalCycles, "%s %s %s", table, e, op)
 				assert.Equal(t, "any."+op.String()+".default", c.Variant)
 			}

@@ -230,6 +230,11 @@ type plan struct {
 
 func (d *Subsystem) plan(in *isa.Instruction) plan {
 	dst, src := &in.Outs[0].AP, &in.Ins[0].AP
+	if in.HBMOffset != 0 {
+		// The instruction moves its body's HBM tile by HBMOffset.
+		dv, sv := in.HBMAP(&in.Outs[0]), in.HBMAP(&in.Ins[0])
+		dst, src = &dv, &sv
+	}
 	p := plan{eff: 1}
 	switch {
 	case dst.Mem.OnChip():
@@ -318,7 +323,7 @@ func (d *Subsystem) rowsOfEngine(p *plan, e int) (int64, int64) {
 // Submit queues a transfer triggered at time trigger by an agent whose
 // clock is vc.
 func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VClock) error {
-	return d.SubmitDecoded(in, isa.AppendSpans(nil, in), trigger, vc)
+	return d.SubmitDecoded(in, isa.AppendSpans(nil, in.Body), trigger, vc)
 }
 
 // SubmitDecoded is Submit with the on-chip spans of the transfer's

@@ -176,10 +176,7 @@ func load(t *testing.T, q int16, sem int32, p0, p1, n int64) *isa.Instruction {
 }
 
 func copyOf(t *testing.T, q int16, sem int32, dst, src isa.Operand) *isa.Instruction {
-	return &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync,
-		Outs: []isa.Operand{dst}, Ins: []isa.Operand{src},
-		Attrs:  isa.Attrs{Queue: q},
-		Signal: []isa.SemSignal{{Sem: isa.SemRef{ID: sem}, Add: 1}}}
+	return &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync, Outs: []isa.Operand{dst}, Ins: []isa.Operand{src}, Attrs: isa.Attrs{Queue: q}}, Signal: []isa.SemSignal{{Sem: isa.SemRef{ID: sem}, Add: 1}}}
 }
 
 func TestRowsToEngines(t *testing.T) {

@@ -143,39 +143,29 @@ func TestFlags(t *testing.T) {
 		in   Instruction
 		want uint32
 	}{
-		{"bf16 sbuf add", Instruction{Op: OpTensorTensor, Engine: EngineVector, Outs: []Operand{sb(BF16, 64)},
-			Ins: []Operand{sb(BF16, 64), sb(BF16, 64)}, Attrs: Attrs{ALU0: ALUAdd}},
+		{"bf16 sbuf add", Instruction{Body: &Body{Op: OpTensorTensor, Engine: EngineVector, Outs: []Operand{sb(BF16, 64)}, Ins: []Operand{sb(BF16, 64), sb(BF16, 64)}, Attrs: Attrs{ALU0: ALUAdd}}},
 			FlagHalf | FlagSBUFOnly | FlagUnitStride | FlagSimpleALU | FlagAddMax | FlagNEven | FlagZero},
-		{"fp32 psum and sbuf, odd N", Instruction{Op: OpTensorTensor, Engine: EngineVector, Outs: []Operand{sb(FP32, 63)},
-			Ins: []Operand{ps(FP32, 63), sb(FP32, 63)}, Attrs: Attrs{ALU0: ALUMax, Value: 1}},
+		{"fp32 psum and sbuf, odd N", Instruction{Body: &Body{Op: OpTensorTensor, Engine: EngineVector, Outs: []Operand{sb(FP32, 63)}, Ins: []Operand{ps(FP32, 63), sb(FP32, 63)}, Attrs: Attrs{ALU0: ALUMax, Value: 1}}},
 			FlagFP32 | FlagPSUMIn | FlagMixedIn | FlagUnitStride | FlagAddMax},
-		{"fp8 to psum", Instruction{Op: OpMultiplyMoving, Engine: EngineTensor, Outs: []Operand{ps(FP32, 8)},
-			Ins: []Operand{sb(FP8E4, 8)}, Attrs: Attrs{PerfMode: 2, Value: 1}},
+		{"fp8 to psum", Instruction{Body: &Body{Op: OpMultiplyMoving, Engine: EngineTensor, Outs: []Operand{ps(FP32, 8)}, Ins: []Operand{sb(FP8E4, 8)}, Attrs: Attrs{PerfMode: 2, Value: 1}}},
 			FlagFP8 | FlagPSUMOut | FlagUnitStride | FlagNEven | FlagPerf2},
-		{"mx quad", Instruction{Op: OpLoadStationary, Engine: EngineTensor,
-			Ins: []Operand{sb(FP8E5, 8)}, Attrs: Attrs{PerfMode: 4, Value: 1}},
+		{"mx quad", Instruction{Body: &Body{Op: OpLoadStationary, Engine: EngineTensor, Ins: []Operand{sb(FP8E5, 8)}, Attrs: Attrs{PerfMode: 4, Value: 1}}},
 			FlagFP8 | FlagSBUFOnly | FlagUnitStride | FlagNEven | FlagPerf4},
-		{"subtract then multiply", Instruction{Op: OpScalarTensorTensor, Engine: EngineVector, Outs: []Operand{sb(FP16, 2)},
-			Ins: []Operand{sb(FP16, 2), sb(FP16, 2)}, Attrs: Attrs{ALU0: ALUSubtract, ALU1: ALUMultiply, Value: 1}},
+		{"subtract then multiply", Instruction{Body: &Body{Op: OpScalarTensorTensor, Engine: EngineVector, Outs: []Operand{sb(FP16, 2)}, Ins: []Operand{sb(FP16, 2), sb(FP16, 2)}, Attrs: Attrs{ALU0: ALUSubtract, ALU1: ALUMultiply, Value: 1}}},
 			FlagHalf | FlagSBUFOnly | FlagUnitStride | FlagSimpleALU | FlagSubMul | FlagNEven},
-		{"divide is not simple", Instruction{Op: OpTensorScalar, Engine: EngineVector, Outs: []Operand{sb(BF16, 2)},
-			Ins: []Operand{sb(BF16, 2)}, Attrs: Attrs{ALU0: ALUAdd, ALU1: ALUDivide, Value: 1}},
+		{"divide is not simple", Instruction{Body: &Body{Op: OpTensorScalar, Engine: EngineVector, Outs: []Operand{sb(BF16, 2)}, Ins: []Operand{sb(BF16, 2)}, Attrs: Attrs{ALU0: ALUAdd, ALU1: ALUDivide, Value: 1}}},
 			FlagHalf | FlagSBUFOnly | FlagUnitStride | FlagAddMax | FlagNEven},
-		{"accumulate", Instruction{Op: OpActivation, Engine: EngineScalar, Outs: []Operand{sb(BF16, 3)},
-			Ins: []Operand{sb(BF16, 3)}, Attrs: Attrs{Accumulate: ALUAdd, Value: 1}},
+		{"accumulate", Instruction{Body: &Body{Op: OpActivation, Engine: EngineScalar, Outs: []Operand{sb(BF16, 3)}, Ins: []Operand{sb(BF16, 3)}, Attrs: Attrs{Accumulate: ALUAdd, Value: 1}}},
 			FlagHalf | FlagSBUFOnly | FlagUnitStride | FlagAccumulate},
-		{"large stride", Instruction{Op: OpTensorCopy, Engine: EngineVector, Outs: []Operand{sb(FP32, 4)},
-			Ins: []Operand{testOperand(t, MemSBUF, FP32, 128, 4, 4)}, Attrs: Attrs{Value: 1}},
+		{"large stride", Instruction{Body: &Body{Op: OpTensorCopy, Engine: EngineVector, Outs: []Operand{sb(FP32, 4)}, Ins: []Operand{testOperand(t, MemSBUF, FP32, 128, 4, 4)}, Attrs: Attrs{Value: 1}}},
 			FlagFP32 | FlagSBUFOnly | FlagNEven | FlagLargeStride},
-		{"small stride", Instruction{Op: OpTensorCopy, Engine: EngineVector, Outs: []Operand{sb(FP32, 4)},
-			Ins: []Operand{testOperand(t, MemSBUF, FP32, 128, 4, 3)}, Attrs: Attrs{Value: 1}},
+		{"small stride", Instruction{Body: &Body{Op: OpTensorCopy, Engine: EngineVector, Outs: []Operand{sb(FP32, 4)}, Ins: []Operand{testOperand(t, MemSBUF, FP32, 128, 4, 3)}, Attrs: Attrs{Value: 1}}},
 			FlagFP32 | FlagSBUFOnly | FlagNEven},
-		{"hbm stride is not an on-chip stride", Instruction{Op: OpDMACopy, Engine: EngineSync, Outs: []Operand{sb(FP32, 4)},
-			Ins: []Operand{testOperand(t, MemHBM, FP32, 128, 4, 8)}, Attrs: Attrs{Value: 1}},
+		{"hbm stride is not an on-chip stride", Instruction{Body: &Body{Op: OpDMACopy, Engine: EngineSync, Outs: []Operand{sb(FP32, 4)}, Ins: []Operand{testOperand(t, MemHBM, FP32, 128, 4, 8)}, Attrs: Attrs{Value: 1}}},
 			FlagFP32 | FlagNEven | FlagHBM},
-		{"memset zero", Instruction{Op: OpMemset, Engine: EngineVector, Outs: []Operand{sb(BF16, 5)}},
+		{"memset zero", Instruction{Body: &Body{Op: OpMemset, Engine: EngineVector, Outs: []Operand{sb(BF16, 5)}}},
 			FlagHalf | FlagSBUFOnly | FlagUnitStride | FlagZero},
-		{"no operands", Instruction{Op: OpNop, Engine: EngineSync, Attrs: Attrs{Value: 1}},
+		{"no operands", Instruction{Body: &Body{Op: OpNop, Engine: EngineSync, Attrs: Attrs{Value: 1}}},
 			FlagHalf | FlagSBUFOnly | FlagUnitStride},
 	}
 	for _, tc := range cases {
@@ -202,7 +192,7 @@ func TestFillEnv(t *testing.T) {
 	out := testOperand(t, MemSBUF, FP32, 64, 7, 1)
 	var env CostEnv
 	env[VarNS] = 99 // reset by FillEnv
-	FillEnv(&Instruction{Op: OpTensorCopy, Engine: EngineVector, Outs: []Operand{out}, Ins: []Operand{sbuf}}, &env)
+	FillEnv(&Instruction{Body: &Body{Op: OpTensorCopy, Engine: EngineVector, Outs: []Operand{out}, Ins: []Operand{sbuf}}}, &env)
 	assert.Equal(t, 100.0, env[VarN])
 	assert.Equal(t, 64.0, env[VarP])
 	assert.Equal(t, 200.0, env[VarBytes])
@@ -210,10 +200,10 @@ func TestFillEnv(t *testing.T) {
 	assert.Equal(t, 0.0, env[VarNS])
 
 	idx := testOperand(t, MemSBUF, INT32, 64, 3, 1)
-	FillEnv(&Instruction{Op: OpDMAGather, Engine: EngineGpSimd, Outs: []Operand{out}, Ins: []Operand{sbuf, idx}}, &env)
+	FillEnv(&Instruction{Body: &Body{Op: OpDMAGather, Engine: EngineGpSimd, Outs: []Operand{out}, Ins: []Operand{sbuf, idx}}}, &env)
 	assert.Equal(t, 100.0, env[VarK])
 
-	FillEnv(&Instruction{Op: OpMemset, Engine: EngineVector, Outs: []Operand{out}}, &env)
+	FillEnv(&Instruction{Body: &Body{Op: OpMemset, Engine: EngineVector, Outs: []Operand{out}}}, &env)
 	assert.Equal(t, 7.0, env[VarN], "without inputs N is the output's free size")
 }
 
@@ -244,7 +234,7 @@ func TestCostVariantOrderAndClamps(t *testing.T) {
 		return m.Cost(in, m.Flags(in), &env)
 	}
 	copyOf := func(dst, src Operand) *Instruction {
-		return &Instruction{Op: OpTensorCopy, Engine: EngineVector, Outs: []Operand{dst}, Ins: []Operand{src}}
+		return &Instruction{Body: &Body{Op: OpTensorCopy, Engine: EngineVector, Outs: []Operand{dst}, Ins: []Operand{src}}}
 	}
 	sb := func(dt DType, n, stride int64) Operand { return testOperand(t, MemSBUF, dt, 128, n, stride) }
 
@@ -262,12 +252,12 @@ func TestCostVariantOrderAndClamps(t *testing.T) {
 	assert.Equal(t, Cost{IntervalCycles: 8, LatencyCycles: 18, StridePenalized: true, Variant: "vector.tensor_copy.half_not_psum"}, c)
 
 	// A division by a zero variable is clamped, not an int64 overflow.
-	c = run(&Instruction{Op: OpReciprocal, Engine: EngineVector, Outs: []Operand{sb(FP32, 4, 1)}, Ins: []Operand{sb(FP32, 4, 1)}})
+	c = run(&Instruction{Body: &Body{Op: OpReciprocal, Engine: EngineVector, Outs: []Operand{sb(FP32, 4, 1)}, Ins: []Operand{sb(FP32, 4, 1)}}})
 	assert.Equal(t, int64(MaxCostCycles), c.IntervalCycles)
 	assert.Equal(t, int64(MaxCostCycles), c.LatencyCycles)
 
 	// Intervals below one cycle become one.
-	c = run(&Instruction{Op: OpMemset, Engine: EngineVector, Outs: []Operand{sb(FP32, 4, 1)}})
+	c = run(&Instruction{Body: &Body{Op: OpMemset, Engine: EngineVector, Outs: []Operand{sb(FP32, 4, 1)}}})
 	assert.Equal(t, int64(1), c.IntervalCycles)
 
 	// Engines without their own rule use "any".

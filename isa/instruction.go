@@ -63,9 +63,19 @@ type Attrs struct {
 	Accumulate ALUOp
 }
 
-// Instruction is one line of the canonical assembly: one engine instruction
-// or one DMA transfer (counted once however many DMA engines serve it).
-type Instruction struct {
+// Body is what an instruction does: its opcode, engine, placement,
+// operands, attributes and workload op. What varies from one execution of
+// the same work to the next — the semaphore waits and signals, and the HBM
+// offset of a tile that moves every iteration — lives in the Instruction
+// instead, so a program names a small set of bodies many times.
+//
+// ID identifies the body within its program: two bodies of one program
+// with the same non-zero ID are equal, field by field. The simulator's
+// decode cache checks and costs a body once per ID; a body with ID 0 is
+// decoded afresh every time. A body must not change once an instruction
+// naming it has been handed out.
+type Body struct {
+	ID     uint64
 	Op     Opcode
 	Engine Engine
 	Chip   int32
@@ -73,32 +83,55 @@ type Instruction struct {
 	Outs   []Operand
 	Ins    []Operand
 	Attrs  Attrs
-	Waits  []SemWait
-	Signal []SemSignal
 	// OpID is the id of the workload op this instruction came from (0: none).
 	OpID int32
+}
+
+// Instruction is one line of the canonical assembly: one engine instruction
+// or one DMA transfer (counted once however many DMA engines serve it). It
+// is a body plus what varies per execution.
+type Instruction struct {
+	*Body
+	Waits  []SemWait
+	Signal []SemSignal
+	// HBMOffset is added to the byte offset of every HBM operand of the
+	// body (the access pattern's Offset): the same transfer body moves
+	// another tile of an HBM tensor.
+	HBMOffset int64
 	// Line is the assembly line it was read from (0 when generated).
 	Line int32
 }
 
 // Operands returns every operand with its role, outputs first.
-func (in *Instruction) Operands(fn func(op *Operand, role OperandRole)) {
-	for i := range in.Outs {
-		fn(&in.Outs[i], RoleWrite)
+func (b *Body) Operands(fn func(op *Operand, role OperandRole)) {
+	for i := range b.Outs {
+		fn(&b.Outs[i], RoleWrite)
 	}
-	for i := range in.Ins {
-		fn(&in.Ins[i], RoleRead)
+	for i := range b.Ins {
+		fn(&b.Ins[i], RoleRead)
 	}
 }
 
 // MainInput returns the input whose free size is N in the cost formulas (the
 // first input), or the output when the instruction has no input.
-func (in *Instruction) MainInput() *AccessPattern {
-	if len(in.Ins) > 0 {
-		return &in.Ins[0].AP
+func (b *Body) MainInput() *AccessPattern {
+	if len(b.Ins) > 0 {
+		return &b.Ins[0].AP
 	}
-	if len(in.Outs) > 0 {
-		return &in.Outs[0].AP
+	if len(b.Outs) > 0 {
+		return &b.Outs[0].AP
 	}
 	return nil
+}
+
+// HBMAP returns operand op's access pattern as this instruction executes
+// it: for an HBM operand, with the instruction's HBMOffset added.
+func (in *Instruction) HBMAP(op *Operand) AccessPattern {
+	ap := op.AP
+	if ap.Mem == MemHBM && in.HBMOffset != 0 {
+		ap.Offset += in.HBMOffset
+		ap.spanLo += in.HBMOffset
+		ap.spanHi += in.HBMOffset
+	}
+	return ap
 }

@@ -88,7 +88,7 @@ func rng(a, b int64) Slice { return Slice{Start: a, Stop: b, Step: 1} }
 func TestLimitsCheck(t *testing.T) {
 	type mk func(t *testing.T) *Instruction
 	one := func(e Engine, op Opcode, attrs Attrs, outs []Operand, ins ...Operand) *Instruction {
-		return &Instruction{Engine: e, Op: op, Attrs: attrs, Outs: outs, Ins: ins}
+		return &Instruction{Body: &Body{Engine: e, Op: op, Attrs: attrs, Outs: outs, Ins: ins}}
 	}
 	outs := func(ops ...Operand) []Operand { return ops }
 	copyOn := func(e Engine, dst, src Operand) *Instruction {

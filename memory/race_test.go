@@ -87,7 +87,7 @@ func TestRaceDetectorPairs(t *testing.T) {
 
 func TestRaceDetectorReturnsTheInstruction(t *testing.T) {
 	d := memory.NewRaceDetector()
-	in1 := &isa.Instruction{Op: isa.OpMemset, Engine: isa.EngineVector, Line: 7}
+	in1 := &isa.Instruction{Body: &isa.Body{Op: isa.OpMemset, Engine: isa.EngineVector}, Line: 7}
 	a := acc(1, 1, true, 0, 128, 0, 64)
 	a.Who = in1
 	require.Nil(t, d.Check(a, clockOf(1, 1)))
@@ -124,8 +124,8 @@ func TestRaceDetectorSameAgentSupersedes(t *testing.T) {
 }
 
 func TestRaceErrorMessage(t *testing.T) {
-	in1 := &isa.Instruction{Op: isa.OpMemset, Line: 3}
-	in2 := &isa.Instruction{Op: isa.OpTensorCopy, Line: 9}
+	in1 := &isa.Instruction{Body: &isa.Body{Op: isa.OpMemset}, Line: 3}
+	in2 := &isa.Instruction{Body: &isa.Body{Op: isa.OpTensorCopy}, Line: 9}
 	first := acc(1, 1, true, 0, 64, 100, 300)
 	first.Who, first.AgentName = in1, "chip 0 core 0 vector"
 	second := acc(2, 1, false, 32, 128, 200, 400)
@@ -162,13 +162,13 @@ func TestRaceReportOfAnOldInstruction(t *testing.T) {
 		wantWho bool
 	}{{0, true}, {254, true}, {256, false}} {
 		d := memory.NewRaceDetector()
-		in1 := &isa.Instruction{Op: isa.OpMemset, Line: 3}
+		in1 := &isa.Instruction{Body: &isa.Body{Op: isa.OpMemset}, Line: 3}
 		first := acc(1, 1, true, 0, 128, 0, 8)
 		first.Who = in1
 		require.Nil(t, d.Check(first, clockOf(1, 1)))
 		for e := 2; e < 2+tc.later; e++ {
 			other := acc(1, uint32(e), true, 0, 128, 1<<20, 1<<20+8) // another granule
-			other.Who = &isa.Instruction{Op: isa.OpMemset}
+			other.Who = &isa.Instruction{Body: &isa.Body{Op: isa.OpMemset}}
 			require.Nil(t, d.Check(other, clockOf(1, uint32(e))))
 		}
 		got := d.Check(acc(2, 1, false, 0, 128, 0, 8), clockOf(2, 1))

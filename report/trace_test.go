@@ -138,9 +138,9 @@ func num(v any) string {
 }
 
 func TestTraceWriterEvents(t *testing.T) {
-	mm := &isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, OpID: 7, Line: 12}
-	cp := &isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Chip: 1, Core: 1, Line: 13}
-	dm := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, OpID: 3, Line: 4}
+	mm := &isa.Instruction{Body: &isa.Body{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, OpID: 7}, Line: 12}
+	cp := &isa.Instruction{Body: &isa.Body{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Chip: 1, Core: 1}, Line: 13}
+	dm := &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync, OpID: 3}, Line: 4}
 
 	var out bytes.Buffer
 	w := NewTraceWriter(&out, nil)
@@ -352,7 +352,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func TestTraceWriterStreams(t *testing.T) {
 	cw := &countingWriter{}
 	w := NewTraceWriter(cw, nil)
-	in := &isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector}
+	in := &isa.Instruction{Body: &isa.Body{Op: isa.OpTensorCopy, Engine: isa.EngineVector}}
 	const n = 20000
 	for i := 0; i < n; i++ {
 		at := clock.Time(i) * clock.Nanosecond
@@ -371,7 +371,7 @@ func TestTraceWriterErrors(t *testing.T) {
 	boom := errors.New("disk full")
 	cw := &countingWriter{failAt: 1000, failErr: boom}
 	w := NewTraceWriter(cw, nil)
-	in := &isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector}
+	in := &isa.Instruction{Body: &isa.Body{Op: isa.OpTensorCopy, Engine: isa.EngineVector}}
 	for i := 0; i < 20000; i++ {
 		w.Instruction(0, 0, isa.EngineVector, in, 0, clock.Nanosecond)
 	}
@@ -467,7 +467,7 @@ sync dma_copy o, b queue=1 dge=hw wait=s1>=1 signal=s2
 
 func BenchmarkTraceWriterInstruction(b *testing.B) {
 	w := NewTraceWriter(io.Discard, nil)
-	in := &isa.Instruction{Op: isa.OpTensorCopy, Engine: isa.EngineVector, Line: 10, OpID: 3}
+	in := &isa.Instruction{Body: &isa.Body{Op: isa.OpTensorCopy, Engine: isa.EngineVector, OpID: 3}, Line: 10}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		at := clock.Time(i) * clock.Nanosecond
@@ -478,7 +478,7 @@ func BenchmarkTraceWriterInstruction(b *testing.B) {
 
 func BenchmarkTraceWriterDMA(b *testing.B) {
 	w := NewTraceWriter(io.Discard, nil)
-	in := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Line: 10}
+	in := &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync}, Line: 10}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		at := clock.Time(i) * clock.Nanosecond
@@ -488,7 +488,7 @@ func BenchmarkTraceWriterDMA(b *testing.B) {
 }
 
 func TestTraceWriterDMASharesOfSeveralEngines(t *testing.T) {
-	dm := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Line: 4}
+	dm := &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync}, Line: 4}
 	var out bytes.Buffer
 	w := NewTraceWriter(&out, nil)
 	w.DMA(0, 0, 4, 3, 2, dm, 512, 0, 100*clock.Nanosecond)

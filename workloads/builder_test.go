@@ -12,7 +12,7 @@ import (
 // A lowering step that panics ends its stream with one error naming the
 // step, not a crash.
 func TestBatchStreamTurnsAPanicIntoAnError(t *testing.T) {
-	in := &isa.Instruction{Op: isa.OpNop}
+	in := &isa.Instruction{Body: &isa.Body{Op: isa.OpNop}}
 	src := batchStream(isa.StreamKey{}, 5, func(i int64, _ *stepBuf) ([]*isa.Instruction, error) {
 		if i == 2 {
 			var m map[string]int

@@ -112,10 +112,7 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			srcs = append(srcs, y)
 		}
 		for j, src := range srcs {
-			in := &isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineSync, Chip: b.chip, Core: b.core,
-				Outs:  []isa.Operand{b.view(inBuf[slot][j], rng(0, rows), rng(0, cols))},
-				Ins:   []isa.Operand{b.view(src, rng(r0, r0+rows), rng(c0, c0+cols))},
-				Attrs: isa.Attrs{Queue: int16(int64(j) % queues), DGE: dge}, Signal: b.signal(semLoad), OpID: opID}
+			in := &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync, Chip: b.chip, Core: b.core, Outs: []isa.Operand{b.view(inBuf[slot][j], rng(0, rows), rng(0, cols))}, Ins: []isa.Operand{b.view(src, rng(r0, r0+rows), rng(c0, c0+cols))}, Attrs: isa.Attrs{Queue: int16(int64(j) % queues), DGE: dge}, OpID: opID}, Signal: b.signal(semLoad)}
 			if j == 0 {
 				in.Waits = waits
 			}
@@ -130,8 +127,7 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		waits = b.waitGE(waits, semLoad, dmaEngines*nIn*(s+1))
 		waits = b.waitGE(waits, semStore, dmaEngines*(s-nbuf+1))
 		dst := b.view(outBuf[slot], rng(0, rows), rng(0, cols))
-		in := &isa.Instruction{Engine: eng, Chip: b.chip, Core: b.core, Outs: []isa.Operand{dst}, Waits: waits,
-			Signal: b.signal(semCompute), OpID: opID}
+		in := &isa.Instruction{Body: &isa.Body{Engine: eng, Chip: b.chip, Core: b.core, Outs: []isa.Operand{dst}, OpID: opID}, Waits: waits, Signal: b.signal(semCompute)}
 		a := b.view(inBuf[slot][0], rng(0, rows), rng(0, cols))
 		switch {
 		case binary:
@@ -157,11 +153,11 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	storeGen := func(s int64, _ *stepBuf) ([]*isa.Instruction, error) {
 		r0, rows, c0, cols := tile(s)
 		slot := s % nbuf
-		return []*isa.Instruction{{Op: isa.OpDMACopy, Engine: storeEngine, Chip: b.chip, Core: b.core,
+		return []*isa.Instruction{{Body: &isa.Body{Op: isa.OpDMACopy, Engine: storeEngine, Chip: b.chip, Core: b.core,
 			Outs:  []isa.Operand{b.view(out, rng(r0, r0+rows), rng(c0, c0+cols))},
 			Ins:   []isa.Operand{b.view(outBuf[slot], rng(0, rows), rng(0, cols))},
-			Attrs: isa.Attrs{Queue: int16((s + 1) % queues), DGE: storeDGE},
-			Waits: b.waitGE(nil, semCompute, s+1), Signal: b.signal(semStore), OpID: opID}}, nil
+			Attrs: isa.Attrs{Queue: int16((s + 1) % queues), DGE: storeDGE}, OpID: opID},
+			Waits: b.waitGE(nil, semCompute, s+1), Signal: b.signal(semStore)}}, nil
 	}
 	key := func(e isa.Engine) isa.StreamKey { return isa.StreamKey{Chip: b.chip, Core: b.core, Engine: e} }
 	if storeEngine == isa.EngineSync {

@@ -539,9 +539,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		first := true
 		dma := func(dst, src isa.Operand, op isa.Opcode, sem int32, q int64) {
 			in := sb.inst()
-			*in = isa.Instruction{Op: op, Engine: isa.EngineSync, Chip: b.chip, Core: b.core,
-				Outs: sb.operands(dst), Ins: sb.operands(src), Attrs: isa.Attrs{Queue: queue(q), DGE: p.dge},
-				Signal: b.signal(sem), OpID: opID}
+			*in = isa.Instruction{Body: &isa.Body{Op: op, Engine: isa.EngineSync, Chip: b.chip, Core: b.core, Outs: sb.operands(dst), Ins: sb.operands(src), Attrs: isa.Attrs{Queue: queue(q), DGE: p.dge}, OpID: opID}, Signal: b.signal(sem)}
 			if first {
 				in.Waits = waits
 				first = false
@@ -620,8 +618,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 					ls = lsInst[li]
 				} else {
 					ls = sl.inst()
-					*ls = isa.Instruction{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-						Ins: lsOp(si.aSlot, kt, mt, krows, rows), OpID: opID, Waits: waits}
+					*ls = isa.Instruction{Body: &isa.Body{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core, Ins: lsOp(si.aSlot, kt, mt, krows, rows), OpID: opID}, Waits: waits}
 					if full && waits == nil {
 						lsInst[li] = ls
 					}
@@ -639,10 +636,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 						continue
 					}
 					mm := sl.inst()
-					*mm = isa.Instruction{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core,
-						Outs:  psOp(g*tilesPerGroup+nt, rows, cols),
-						Ins:   mvOp(si.bSlot, kt, nt, krows, cols),
-						Attrs: isa.Attrs{Start: start, Stop: stop}, OpID: opID}
+					*mm = isa.Instruction{Body: &isa.Body{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Chip: b.chip, Core: b.core, Outs: psOp(g*tilesPerGroup+nt, rows, cols), Ins: mvOp(si.bSlot, kt, nt, krows, cols), Attrs: isa.Attrs{Start: start, Stop: stop}, OpID: opID}}
 					if signals {
 						mm.Signal = b.signal(semMM)
 						if mt == si.mTiles-1 {
@@ -695,13 +689,11 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 					in := sl.inst()
 					switch {
 					case si.first && eng == isa.EngineScalar:
-						*in = isa.Instruction{Op: isa.OpActivation, Outs: dsts, Ins: srcs,
-							Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}}
+						*in = isa.Instruction{Body: &isa.Body{Op: isa.OpActivation, Outs: dsts, Ins: srcs, Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}}}
 					case si.first:
-						*in = isa.Instruction{Op: isa.OpTensorCopy, Outs: dsts, Ins: srcs}
+						*in = isa.Instruction{Body: &isa.Body{Op: isa.OpTensorCopy, Outs: dsts, Ins: srcs}}
 					default:
-						*in = isa.Instruction{Op: isa.OpTensorTensor, Outs: dsts, Ins: accOps(sl, si.resSlot, mt, nt, g*tilesPerGroup+nt, rows, cols),
-							Attrs: isa.Attrs{ALU0: isa.ALUAdd}}
+						*in = isa.Instruction{Body: &isa.Body{Op: isa.OpTensorTensor, Outs: dsts, Ins: accOps(sl, si.resSlot, mt, nt, g*tilesPerGroup+nt, rows, cols), Attrs: isa.Attrs{ALU0: isa.ALUAdd}}}
 					}
 					in.Engine, in.Chip, in.Core, in.OpID = eng, b.chip, b.core, opID
 					if nt == 0 {
@@ -737,9 +729,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		fullM := si.mSize / 128 * 128
 		st := func(dst, src isa.Operand) {
 			in := sl.inst()
-			*in = isa.Instruction{Op: isa.OpDMACopy, Engine: isa.EngineScalar, Chip: b.chip, Core: b.core,
-				Outs: sl.operands(dst), Ins: sl.operands(src), Attrs: isa.Attrs{Queue: queue(2*s + 2), DGE: p.dge},
-				Signal: b.signal(semStore), OpID: opID, Waits: waits}
+			*in = isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineScalar, Chip: b.chip, Core: b.core, Outs: sl.operands(dst), Ins: sl.operands(src), Attrs: isa.Attrs{Queue: queue(2*s + 2), DGE: p.dge}, OpID: opID}, Signal: b.signal(semStore), Waits: waits}
 			waits = nil
 			out = append(out, in)
 		}

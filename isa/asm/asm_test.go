@@ -72,6 +72,9 @@ func normalized(t *testing.T, p *isa.Program) ([]isa.Buffer, map[isa.StreamKey][
 		for _, in := range drain(t, s) {
 			c := *in
 			c.Line = 0
+			body := *in.Body
+			body.ID = 0 // numbered in order of first use, which printing changes
+			c.Body = &body
 			streams[s.Key] = append(streams[s.Key], c)
 		}
 	}

@@ -30,6 +30,7 @@ type parser struct {
 	opts    Options
 	prog    *isa.Program
 	streams map[isa.StreamKey][]*isa.Instruction
+	bodies  map[string]*isa.Body
 	order   []isa.StreamKey
 	chip    int32
 	core    int32
@@ -50,7 +51,7 @@ func Parse(src, file string, opts Options) (*isa.Program, error) {
 		opts.PSUMBankBytes = 2048
 	}
 	p := &parser{file: file, opts: opts, prog: &isa.Program{Version: isa.AssemblyVersion},
-		streams:  map[isa.StreamKey][]*isa.Instruction{},
+		streams: map[isa.StreamKey][]*isa.Instruction{}, bodies: map[string]*isa.Body{},
 		nextSBUF: map[[2]int32]int64{}, nextPSUM: map[[2]int32]int64{}, nextHBM: map[int32]int64{}}
 	lines := strings.Split(src, "\n")
 	for i, raw := range lines {
@@ -381,7 +382,7 @@ func (p *parser) instruction() error {
 	if !op.RunsOn(eng) {
 		return p.errAt(ot.col, "%s cannot run on %s (it runs on %s)", op, eng, engineNames(op))
 	}
-	in := &isa.Instruction{Op: op, Engine: eng, Chip: p.chip, Core: p.core, Line: int32(p.line)}
+	in := &isa.Instruction{Body: &isa.Body{Op: op, Engine: eng, Chip: p.chip, Core: p.core}, Line: int32(p.line)}
 	ops, err := p.operands()
 	if err != nil {
 		return err
@@ -423,13 +424,13 @@ func (p *parser) matmulSugar(eng isa.Engine, ot token) error {
 	if len(ops) != 3 {
 		return p.errAt(ot.col, "matmul takes 3 operands (dst, stationary, moving), got %d", len(ops))
 	}
-	mm := &isa.Instruction{Op: isa.OpMultiplyMoving, Engine: eng, Chip: p.chip, Core: p.core, Line: int32(p.line),
-		Outs: []isa.Operand{ops[0]}, Ins: []isa.Operand{ops[2]}}
+	mm := &isa.Instruction{Body: &isa.Body{Op: isa.OpMultiplyMoving, Engine: eng, Chip: p.chip, Core: p.core,
+		Outs: []isa.Operand{ops[0]}, Ins: []isa.Operand{ops[2]}}, Line: int32(p.line)}
 	if err := p.attrs(mm); err != nil {
 		return err
 	}
-	ls := &isa.Instruction{Op: isa.OpLoadStationary, Engine: eng, Chip: p.chip, Core: p.core, Line: int32(p.line),
-		Ins: []isa.Operand{ops[1]}, Waits: mm.Waits, OpID: mm.OpID}
+	ls := &isa.Instruction{Body: &isa.Body{Op: isa.OpLoadStationary, Engine: eng, Chip: p.chip, Core: p.core,
+		Ins: []isa.Operand{ops[1]}, OpID: mm.OpID}, Waits: mm.Waits, Line: int32(p.line)}
 	ls.Attrs.PerfMode = mm.Attrs.PerfMode
 	mm.Waits = nil
 	p.emit(ls)
@@ -437,7 +438,17 @@ func (p *parser) matmulSugar(eng isa.Engine, ot token) error {
 	return nil
 }
 
+// emit appends in to its stream. Identical bodies (the same text but for
+// waits and signals) are one body, so the simulator checks and costs each
+// once.
 func (p *parser) emit(in *isa.Instruction) {
+	key := fmt.Sprintf("%d.%d %s", in.Chip, in.Core, FormatBody(p.prog, in.Body))
+	if b, ok := p.bodies[key]; ok {
+		in.Body = b
+	} else {
+		in.Body.ID = uint64(len(p.bodies) + 1)
+		p.bodies[key] = in.Body
+	}
 	k := isa.StreamKey{Chip: in.Chip, Core: in.Core, Engine: in.Engine}
 	if _, ok := p.streams[k]; !ok {
 		p.order = append(p.order, k)

@@ -77,11 +77,30 @@ func FormatBuffer(b *isa.Buffer) string {
 
 // FormatOperand prints an operand the way it was written.
 func FormatOperand(prog *isa.Program, op *isa.Operand) string {
+	return formatOperand(prog, op, 0)
+}
+
+// formatOperand prints an operand, an HBM one moved by hbmOffset bytes (an
+// instruction's HBMOffset): then as a raw pattern, which says where it is.
+func formatOperand(prog *isa.Program, op *isa.Operand, hbmOffset int64) string {
 	name := fmt.Sprintf("buf%d", op.Buffer)
 	var b *isa.Buffer
 	if prog != nil && int(op.Buffer) < len(prog.Buffers) && op.Buffer >= 0 {
 		b = prog.Buffers[op.Buffer]
 		name = b.Name
+	}
+	if hbmOffset != 0 && op.AP.Mem == isa.MemHBM {
+		ap := &op.AP
+		base := int64(0)
+		if b != nil {
+			base = b.Offset
+		}
+		dims := []string{fmt.Sprintf("[%d, %d]", ap.PartStride, ap.PartCount)}
+		for i := uint8(0); i < ap.NDims; i++ {
+			dims = append(dims, fmt.Sprintf("[%d, %d]", ap.Dims[i].Stride, ap.Dims[i].Size))
+		}
+		off := (ap.Offset + hbmOffset - base) / int64(ap.DType.Bytes())
+		return fmt.Sprintf("%s{off=%d, ap=[%s]}", name, off, strings.Join(dims, ", "))
 	}
 	switch op.Kind {
 	case isa.ViewSlices:
@@ -121,6 +140,36 @@ func fmtSem(in *isa.Instruction, s isa.SemRef) string {
 // FormatInstruction prints one instruction in canonical form.
 func FormatInstruction(prog *isa.Program, in *isa.Instruction) string {
 	var sb strings.Builder
+	writeBody(&sb, prog, in.Body, in.HBMOffset)
+	for _, w := range in.Waits {
+		fmt.Fprintf(&sb, " wait=%s>=%d", fmtSem(in, w.Sem), w.Value)
+	}
+	for _, s := range in.Signal {
+		if s.Add == 1 {
+			fmt.Fprintf(&sb, " signal=%s", fmtSem(in, s.Sem))
+		} else {
+			fmt.Fprintf(&sb, " signal=%s+%d", fmtSem(in, s.Sem), s.Add)
+		}
+	}
+	if in.OpID != 0 {
+		fmt.Fprintf(&sb, " op=%d", in.OpID)
+	}
+	return sb.String()
+}
+
+// FormatBody prints what an instruction does — engine, opcode, operands
+// and attributes — without its waits, signals and op id: the text two
+// instructions share when they share a body.
+func FormatBody(prog *isa.Program, b *isa.Body) string {
+	var sb strings.Builder
+	writeBody(&sb, prog, b, 0)
+	if b.OpID != 0 {
+		fmt.Fprintf(&sb, " op=%d", b.OpID)
+	}
+	return sb.String()
+}
+
+func writeBody(sb *strings.Builder, prog *isa.Program, in *isa.Body, hbmOffset int64) {
 	sb.WriteString(in.Engine.String())
 	sb.WriteByte(' ')
 	sb.WriteString(in.Op.String())
@@ -131,7 +180,7 @@ func FormatInstruction(prog *isa.Program, in *isa.Instruction) string {
 		} else {
 			sb.WriteString(", ")
 		}
-		sb.WriteString(FormatOperand(prog, op))
+		sb.WriteString(formatOperand(prog, op, hbmOffset))
 		n++
 	})
 	a := &in.Attrs
@@ -147,74 +196,60 @@ func FormatInstruction(prog *isa.Program, in *isa.Instruction) string {
 			}
 		case "perf":
 			if a.PerfMode != 0 {
-				fmt.Fprintf(&sb, " perf=%d", a.PerfMode)
+				fmt.Fprintf(sb, " perf=%d", a.PerfMode)
 			}
 		case "alu", "alu0":
 			if a.ALU0 != isa.ALUNone {
-				fmt.Fprintf(&sb, " %s=%s", key, a.ALU0)
+				fmt.Fprintf(sb, " %s=%s", key, a.ALU0)
 			}
 		case "alu1":
 			if a.ALU1 != isa.ALUNone {
-				fmt.Fprintf(&sb, " alu1=%s", a.ALU1)
+				fmt.Fprintf(sb, " alu1=%s", a.ALU1)
 			}
 		case "acc":
 			if a.Accumulate != isa.ALUNone {
-				fmt.Fprintf(&sb, " acc=%s", a.Accumulate)
+				fmt.Fprintf(sb, " acc=%s", a.Accumulate)
 			}
 		case "imm0":
 			if a.Imm0 != 0 {
-				fmt.Fprintf(&sb, " imm0=%s", fmtFloat(a.Imm0))
+				fmt.Fprintf(sb, " imm0=%s", fmtFloat(a.Imm0))
 			}
 		case "imm1":
 			if a.Imm1 != 0 {
-				fmt.Fprintf(&sb, " imm1=%s", fmtFloat(a.Imm1))
+				fmt.Fprintf(sb, " imm1=%s", fmtFloat(a.Imm1))
 			}
 		case "axis":
 			if a.Axis != 0 {
-				fmt.Fprintf(&sb, " axis=%d", a.Axis)
+				fmt.Fprintf(sb, " axis=%d", a.Axis)
 			}
 		case "func":
-			fmt.Fprintf(&sb, " func=%s", a.Func)
+			fmt.Fprintf(sb, " func=%s", a.Func)
 		case "scale":
 			if a.Scale != 1 {
-				fmt.Fprintf(&sb, " scale=%s", fmtFloat(a.Scale))
+				fmt.Fprintf(sb, " scale=%s", fmtFloat(a.Scale))
 			}
 		case "value", "base":
 			if a.Value != 0 {
-				fmt.Fprintf(&sb, " %s=%s", key, fmtFloat(a.Value))
+				fmt.Fprintf(sb, " %s=%s", key, fmtFloat(a.Value))
 			}
 		case "step":
 			if a.Step != 0 {
-				fmt.Fprintf(&sb, " step=%s", fmtFloat(a.Step))
+				fmt.Fprintf(sb, " step=%s", fmtFloat(a.Step))
 			}
 		case "queue":
-			fmt.Fprintf(&sb, " queue=%d", a.Queue)
+			fmt.Fprintf(sb, " queue=%d", a.Queue)
 		case "dge":
-			fmt.Fprintf(&sb, " dge=%s", a.DGE)
+			fmt.Fprintf(sb, " dge=%s", a.DGE)
 		case "sem":
-			fmt.Fprintf(&sb, " sem=s%d", a.BarrierSem)
+			fmt.Fprintf(sb, " sem=s%d", a.BarrierSem)
 		case "cores":
 			cs := make([]string, len(a.BarrierCores))
 			for i, c := range a.BarrierCores {
 				cs[i] = fmt.Sprintf("%d.%d", c.Chip, c.Core)
 			}
-			fmt.Fprintf(&sb, " cores=[%s]", strings.Join(cs, ", "))
+			fmt.Fprintf(sb, " cores=[%s]", strings.Join(cs, ", "))
 		case "target":
-			fmt.Fprintf(&sb, " target=%d", a.Target)
+			fmt.Fprintf(sb, " target=%d", a.Target)
 		}
 	}
-	for _, w := range in.Waits {
-		fmt.Fprintf(&sb, " wait=%s>=%d", fmtSem(in, w.Sem), w.Value)
-	}
-	for _, s := range in.Signal {
-		if s.Add == 1 {
-			fmt.Fprintf(&sb, " signal=%s", fmtSem(in, s.Sem))
-		} else {
-			fmt.Fprintf(&sb, " signal=%s+%d", fmtSem(in, s.Sem), s.Add)
-		}
-	}
-	if in.OpID != 0 {
-		fmt.Fprintf(&sb, " op=%d", in.OpID)
-	}
-	return sb.String()
 }

@@ -429,3 +429,60 @@ sync sem_wait wait=s2>=16
 	g := tr.line(t, lineOf(t, src, "GATHER"))
 	assert.InDelta(t, clock.New(1.2).Cycles(64+128*50).Nanoseconds(), (g.end - g.start).Nanoseconds(), 1)
 }
+
+// An engine's semaphore increments take effect in program order: a
+// background LoadStationary after a long multiply finishes its own work
+// first, but the count it signals does not move before the multiply has
+// completed, so a waiter for the multiply's count cannot start early.
+func TestEngineSignalsTakeEffectInOrder(t *testing.T) {
+	src := `.version 1
+.buffer w  sbuf bf16 [128, 128]
+.buffer w2 sbuf bf16 [128, 128]
+.buffer x  sbuf bf16 [128, 512]
+.buffer acc psum fp32 [128, 512]
+.buffer y  sbuf fp32 [128, 512]
+tensor load_stationary w
+tensor multiply_moving acc, x start stop signal=s1
+tensor load_stationary w2 signal=s1
+vector tensor_copy y, acc wait=s1>=1
+vector tensor_copy y, acc wait=s1>=2
+`
+	_, tr := traceAsm(t, "trn2", src)
+	mm, ls, cp1, cp2 := tr.line(t, 8), tr.line(t, 9), tr.line(t, 10), tr.line(t, 11)
+	require.Less(t, ls.end, mm.end, "the LoadStationary finishes before the multiply's result is out")
+	assert.Greater(t, cp1.start, mm.end, "the copy waits for the multiply's completion (its latency included)")
+	assert.GreaterOrEqual(t, cp2.start, cp1.start)
+}
+
+// A waiter is ordered after the semaphore increments in effect when it
+// starts, not after increments already posted for a later completion:
+// ScalarE waits for VectorE's first copy (s1 >= 1) and for GpSimd (s2, at
+// about 3.5 us). By then VectorE's second copy, which waited for the DMA,
+// has been issued, but it completes only at about 19 us; ScalarE is not
+// ordered after it, so its read of x is unordered with the DMA that wrote
+// x. (Joining every posted increment's clock, as the board once did, hid
+// this race.)
+func TestWaiterIsNotOrderedAfterIncrementsStillToTakeEffect(t *testing.T) {
+	src := `.version 1
+.buffer A   hbm  bf16 [128, 512]
+.buffer x   sbuf bf16 [128, 512]
+.buffer y   sbuf fp32 [128, 512]
+.buffer big sbuf fp32 [128, 16384]
+.buffer g   sbuf fp32 [128, 4096]
+.buffer o   sbuf fp32 [128, 512]
+sync   dma_copy x, A queue=0 signal=s0
+vector tensor_copy y, y signal=s1
+vector tensor_copy big, big wait=s0>=16 signal=s1
+gpsimd iota g step=1
+gpsimd iota g step=1 signal=s2
+scalar activation o, x func=exp wait=s1>=1 wait=s2>=1
+`
+	_, err := runAsm(t, "trn2", src)
+	var re *memory.RaceError
+	require.ErrorAs(t, err, &re)
+	assert.Contains(t, err.Error(), "dma_copy x, A")
+	assert.Contains(t, err.Error(), "activation o, x")
+	// Waiting for the second copy's increment orders the read.
+	_, err = runAsm(t, "trn2", strings.Replace(src, "wait=s1>=1 ", "wait=s1>=2 ", 1))
+	require.NoError(t, err)
+}

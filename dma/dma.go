@@ -111,6 +111,10 @@ type Subsystem struct {
 	engines []*Engine
 	// outstanding transfers per queue ID, and triggers waiting for a slot.
 	outstanding []int
+	// order lists each queue's transfers that have not retired, oldest
+	// first: a transfer's semaphore updates take effect only once every
+	// earlier transfer of its queue has completed.
+	order       []transferFIFO
 	queueWait   [][]func(clock.Time)
 	queueVC     []memory.VClock
 	dgeFree     []clock.Time
@@ -141,6 +145,7 @@ func New(cfg Config, env Env) *Subsystem {
 	d := &Subsystem{ComponentBase: sim.NewComponentBase(fmt.Sprintf("Chip[%d].Core[%d].DMA", cfg.Chip, cfg.Core)),
 		cfg: cfg, env: env, pending: clock.Never, lockstep: cfg.Engines > 1,
 		outstanding: make([]int, cfg.Queues),
+		order:       make([]transferFIFO, cfg.Queues),
 		queueWait:   make([][]func(clock.Time), cfg.Queues),
 		dgeFree:     make([]clock.Time, cfg.HWDGEBlocks),
 		fsPerByte:   1e6 / cfg.EngineGBps,
@@ -175,6 +180,13 @@ type transfer struct {
 	// share has finished and its updates are posted (free marks it).
 	shares []share
 	free   bool
+	// deferred counts semaphore updates of finished shares held back
+	// until every earlier transfer of the queue has completed (at
+	// deferredAt at the earliest); retired is set once the transfer has
+	// left its queue's order.
+	deferred   int64
+	deferredAt clock.Time
+	retired    bool
 }
 
 // newTransfer returns a transfer from the free list, or a new one.
@@ -356,6 +368,8 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 	t := d.newTransfer()
 	t.in, t.queue, t.ready, t.sharesLeft = in, q, ready, d.cfg.Engines
 	t.unposted, t.unpostedAt = 0, 0
+	t.deferred, t.deferredAt, t.retired = 0, 0, false
+	d.order[q].push(t)
 	if d.env.Race != nil {
 		copy(t.vc, qvc)
 	}
@@ -473,17 +487,23 @@ func (d *Subsystem) FinalStats() Stats {
 // are posted together (one increment of n rather than n of one) when the
 // update that retired them ends: the same values at the same times, fewer
 // board operations.
+//
+// A queue's semaphore counts its transfers in order: the updates of a
+// share whose transfer is not the oldest unfinished one of its queue are
+// held back until every earlier transfer has completed. Each engine serves
+// a queue in order, so this only matters when engines carry unequal shares
+// (an engine with no rows of a transfer finishes at once); without it,
+// early updates of a later transfer could make a count reach 16 k before
+// transfer k has completed on every engine.
 func (d *Subsystem) finish(sh *share, end clock.Time) {
 	t := sh.t
 	at := end + d.cfg.CompletionLatency
-	if t.unposted > 0 && t.unpostedAt != at {
-		d.post(t)
+	if d.order[t.queue].front() != t {
+		t.deferred += int64(sh.mult)
+		t.deferredAt = clock.Max(t.deferredAt, at)
+	} else {
+		d.addUnposted(t, int64(sh.mult), at)
 	}
-	if t.unposted == 0 {
-		d.touched = append(d.touched, t)
-	}
-	t.unposted += int64(sh.mult)
-	t.unpostedAt = at
 	if at > d.Stats.LastCompletion {
 		d.Stats.LastCompletion = at
 	}
@@ -497,6 +517,78 @@ func (d *Subsystem) finish(sh *share, end clock.Time) {
 				wake(d.now)
 			}
 		}
+		if d.order[q].front() == t {
+			d.retire(q, at)
+		}
+	}
+}
+
+// addUnposted adds n semaphore updates of t that take effect at at.
+func (d *Subsystem) addUnposted(t *transfer, n int64, at clock.Time) {
+	if t.unposted > 0 && t.unpostedAt != at {
+		d.post(t)
+	}
+	if t.unposted == 0 {
+		d.touched = append(d.touched, t)
+	}
+	t.unposted += n
+	t.unpostedAt = at
+}
+
+// retire removes queue q's oldest transfer, complete at time at, and
+// releases the updates held back for the transfers after it, retiring
+// those that have completed too.
+func (d *Subsystem) retire(q int16, at clock.Time) {
+	f := &d.order[q]
+	for {
+		t := f.front()
+		t.retired = true
+		f.pop()
+		d.touched = append(d.touched, t) // to be freed once posted
+		h := f.front()
+		if h == nil {
+			return
+		}
+		if h.deferred > 0 {
+			released := clock.Max(h.deferredAt, at)
+			d.addUnposted(h, h.deferred, released)
+			h.deferred = 0
+			at = released
+		}
+		if h.sharesLeft > 0 {
+			return
+		}
+	}
+}
+
+// transferFIFO is one queue's transfers in submission order, from index
+// head on.
+type transferFIFO struct {
+	items []*transfer
+	head  int
+}
+
+func (f *transferFIFO) front() *transfer {
+	if f.head < len(f.items) {
+		return f.items[f.head]
+	}
+	return nil
+}
+
+func (f *transferFIFO) push(t *transfer) {
+	if f.head > 0 && len(f.items) == cap(f.items) {
+		n := copy(f.items, f.items[f.head:])
+		clear(f.items[n:])
+		f.items, f.head = f.items[:n], 0
+	}
+	f.items = append(f.items, t)
+}
+
+func (f *transferFIFO) pop() {
+	f.items[f.head] = nil
+	f.head++
+	if f.head == len(f.items) {
+		f.items, f.head = f.items[:0], 0
 	}
 }
 
@@ -521,9 +613,10 @@ func (d *Subsystem) flush() {
 		if t.unposted > 0 {
 			d.post(t)
 		}
-		if t.sharesLeft == 0 && !t.free {
-			// Every share has finished and posted: nothing refers to the
-			// transfer any more (a transfer may be listed twice).
+		if t.sharesLeft == 0 && t.retired && t.unposted == 0 && !t.free {
+			// Every share has finished and posted, and the transfer has left
+			// its queue's order: nothing refers to it any more (a transfer
+			// may be listed twice).
 			t.free, t.in = true, nil
 			d.freeXfers = append(d.freeXfers, t)
 		}

@@ -671,3 +671,31 @@ func TestHardwareDGE(t *testing.T) {
 		assert.Equal(t, want, h.sharesOf(ins[i])[0].start, "transfer %d", i)
 	}
 }
+
+// A queue's semaphore counts transfers in order: a later transfer whose
+// shares finish first (here its rows are on engines the earlier one leaves
+// idle) does not move the count before the earlier transfer completes.
+func TestQueueSemaphoreCountsTransfersInOrder(t *testing.T) {
+	h := newHarness(t, testConfig(), fastHBM())
+	first := load(t, 0, 1, 0, 64, 4096)   // engines 0-7, 8 rows each
+	second := load(t, 0, 1, 64, 128, 64) // engines 8-15, tiny
+	h.submitAll(0, first, second)
+	h.run()
+	firstEnd := clock.Time(0)
+	for _, s := range h.sharesOf(first) {
+		firstEnd = max(firstEnd, s.end)
+	}
+	require.Greater(t, firstEnd, clock.Time(0))
+	// Before the first transfer completes, the count stays below 16 (its
+	// own idle engines post 8 at once; the second transfer's must wait).
+	var before int64
+	for _, p := range h.posts {
+		if p.at < firstEnd+doneLat {
+			before += p.add
+		}
+	}
+	assert.Equal(t, int64(8), before, "only the first transfer's idle engines post early")
+	n, last := h.raised(1)
+	assert.Equal(t, int64(32), n)
+	assert.Equal(t, firstEnd+doneLat, last, "the second transfer's updates are released when the first completes")
+}

@@ -15,6 +15,9 @@ type SemBoard struct {
 	// Clocks, if set, is the simulation's (see memory.Clocks).
 	Clocks *memory.Clocks
 	sems   []semaphore
+	agents int
+	// freeVCs are spent clocks of pending increments, for reuse.
+	freeVCs []memory.VClock
 }
 
 type semaphore struct {
@@ -24,6 +27,10 @@ type semaphore struct {
 	// the list empties or must grow).
 	pending []pending
 	head    int
+	// vc is the join of the clocks of the increments in effect; each
+	// pending increment carries its poster's clock until it takes effect
+	// (only while the race detector runs), so a waiter learns only what
+	// happened before the increments it can see.
 	vc      memory.VClock
 	waiters []*waiter
 	// posts counts increments, for reports.
@@ -33,6 +40,7 @@ type semaphore struct {
 type pending struct {
 	at  clock.Time
 	add int64
+	vc  memory.VClock // the poster's clock (nil without a race detector)
 }
 
 type waiter struct {
@@ -51,7 +59,7 @@ func (w *waiter) woken() bool {
 // NewSemBoard returns a board of n semaphores at zero; agents sizes the
 // vector clocks.
 func NewSemBoard(chip, core int32, n, agents int) *SemBoard {
-	b := &SemBoard{Chip: chip, Core: core, sems: make([]semaphore, n)}
+	b := &SemBoard{Chip: chip, Core: core, sems: make([]semaphore, n), agents: agents}
 	clocks := make(memory.VClock, n*agents) // one allocation for all
 	for i := range b.sems {
 		b.sems[i].vc = clocks[i*agents : (i+1)*agents : (i+1)*agents]
@@ -59,11 +67,18 @@ func NewSemBoard(chip, core int32, n, agents int) *SemBoard {
 	return b
 }
 
-// fold moves increments that took effect by now into the value.
-func (s *semaphore) fold(now clock.Time) {
+// fold moves increments that took effect by now into the value (and their
+// clocks into the semaphore's).
+func (b *SemBoard) fold(s *semaphore, now clock.Time) {
 	n := s.head
 	for n < len(s.pending) && s.pending[n].at <= now {
-		s.value += s.pending[n].add
+		p := &s.pending[n]
+		s.value += p.add
+		if p.vc != nil {
+			b.Clocks.Join(s.vc, p.vc)
+			b.freeVCs = append(b.freeVCs, p.vc)
+			p.vc = nil
+		}
 		n++
 	}
 	if n == len(s.pending) {
@@ -80,7 +95,7 @@ func (s *semaphore) live() []pending { return s.pending[s.head:] }
 // posted so far that takes effect by t.
 func (b *SemBoard) ValueAt(id int32, t, now clock.Time) int64 {
 	s := &b.sems[id]
-	s.fold(now)
+	b.fold(s, now)
 	v := s.value
 	for _, p := range s.live() {
 		if p.at > t {
@@ -106,7 +121,7 @@ func (b *SemBoard) Final(id int32) int64 {
 // posted so far, or clock.Never.
 func (b *SemBoard) ReachTime(id int32, target int64, now clock.Time) clock.Time {
 	s := &b.sems[id]
-	s.fold(now)
+	b.fold(s, now)
 	if s.value >= target {
 		return now
 	}
@@ -120,16 +135,39 @@ func (b *SemBoard) ReachTime(id int32, target int64, now clock.Time) clock.Time 
 	return clock.Never
 }
 
-// VC returns the semaphore's vector clock (the join of its incrementers').
-func (b *SemBoard) VC(id int32) memory.VClock { return b.sems[id].vc }
+// JoinVC joins into vc the clocks of semaphore id's increments that are in
+// effect by time t (t at least the time of the event being handled): what
+// an instruction that starts at t, after waiting on the semaphore, is
+// ordered after.
+func (b *SemBoard) JoinVC(vc memory.VClock, id int32, t clock.Time) {
+	s := &b.sems[id]
+	b.Clocks.Join(vc, s.vc)
+	for _, p := range s.live() {
+		if p.at > t {
+			break
+		}
+		if p.vc != nil {
+			b.Clocks.Join(vc, p.vc)
+		}
+	}
+}
 
 // Post adds add to semaphore id, effective at time at, from an agent whose
 // clock is vc (nil when no race detector runs). Waiters that the increment satisfies are woken at that time.
 func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, now clock.Time) {
 	s := &b.sems[id]
 	s.posts++
+	var own memory.VClock
 	if vc != nil {
-		b.Clocks.Join(s.vc, vc)
+		// The increment carries a copy of its poster's clock until it takes
+		// effect.
+		if n := len(b.freeVCs); n > 0 {
+			own = b.freeVCs[n-1]
+			b.freeVCs = b.freeVCs[:n-1]
+		} else {
+			own = make(memory.VClock, b.agents)
+		}
+		copy(own, vc)
 	}
 	if s.head > 0 && len(s.pending) == cap(s.pending) {
 		// Reclaim the spent prefix rather than grow.
@@ -141,10 +179,10 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 	for i > s.head && s.pending[i-1].at > at {
 		i--
 	}
-	s.pending = append(s.pending, pending{at: at, add: add})
+	s.pending = append(s.pending, pending{at: at, add: add, vc: own})
 	if i < len(s.pending)-1 {
 		copy(s.pending[i+1:], s.pending[i:])
-		s.pending[i] = pending{at: at, add: add}
+		s.pending[i] = pending{at: at, add: add, vc: own}
 	}
 	if len(s.waiters) == 0 {
 		return

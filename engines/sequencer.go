@@ -56,6 +56,9 @@ type Sequencer struct {
 	waitCause StallCause
 	// barrierPosted is set once a barrier instruction has signalled.
 	barrierPosted bool
+	// lastSignal is when the engine's latest semaphore increment takes
+	// effect.
+	lastSignal clock.Time
 	// usedPorts is set when the last committed instruction booked a shared
 	// SBUF/PSUM port or PSUM bank.
 	usedPorts bool
@@ -291,12 +294,14 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	// Acquire the happens-before of every wait.
 	if s.vc != nil {
 		clocks := c.Sim.Clocks
+		// Every wait is met by t: the increments in effect by then are
+		// what the instruction is ordered after.
 		for i := range in.Waits {
 			w := &in.Waits[i]
-			clocks.Join(s.vc, c.board(w.Sem).VC(w.Sem.ID))
+			c.board(w.Sem).JoinVC(s.vc, w.Sem.ID, t)
 		}
 		if in.Op == isa.OpBarrier {
-			clocks.Join(s.vc, c.Board.VC(in.Attrs.BarrierSem))
+			c.Board.JoinVC(s.vc, in.Attrs.BarrierSem, t)
 		}
 		clocks.Tick(s.vc, s.agent)
 	}
@@ -366,12 +371,18 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	}
 
 	completion := start + latency
-	for i := range in.Signal {
-		sg := &in.Signal[i]
-		if isDMA {
-			break // the DMA engines signal when the transfer completes
+	if len(in.Signal) > 0 && !isDMA {
+		// An engine's semaphore increments take effect in program order
+		// (retirement is in order): a later instruction with a shorter
+		// latency, such as a LoadStationary after a multiply, never moves
+		// a count before an earlier instruction has completed. (The DMA
+		// engines signal DMA triggers when the transfer completes.)
+		postAt := clock.Max(completion, s.lastSignal)
+		s.lastSignal = postAt
+		for i := range in.Signal {
+			sg := &in.Signal[i]
+			c.board(sg.Sem).Post(sg.Sem.ID, postAt, sg.Add, s.vc, now)
 		}
-		c.board(sg.Sem).Post(sg.Sem.ID, completion, sg.Add, s.vc, now)
 	}
 	if isDMA {
 		if err := c.DMA.SubmitDecoded(in, s.curDec.Spans(), start+interval, s.vc); err != nil {

@@ -114,14 +114,14 @@ type Subsystem struct {
 	// order lists each queue's transfers that have not retired, oldest
 	// first: a transfer's semaphore updates take effect only once every
 	// earlier transfer of its queue has completed.
-	order       []transferFIFO
-	queueWait   [][]func(clock.Time)
-	queueVC     []memory.VClock
-	dgeFree     []clock.Time
-	Stats       Stats
-	fsPerByte   float64
-	gen         uint64
-	pending     clock.Time // time of the scheduled event, or Never
+	order     []transferFIFO
+	queueWait [][]func(clock.Time)
+	queueVC   []memory.VClock
+	dgeFree   []clock.Time
+	Stats     Stats
+	fsPerByte float64
+	gen       uint64
+	pending   clock.Time // time of the scheduled event, or Never
 	// events and transfers for reuse.
 	events     eventpool.Pool
 	freeXfers  []*transfer

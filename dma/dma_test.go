@@ -677,7 +677,7 @@ func TestHardwareDGE(t *testing.T) {
 // idle) does not move the count before the earlier transfer completes.
 func TestQueueSemaphoreCountsTransfersInOrder(t *testing.T) {
 	h := newHarness(t, testConfig(), fastHBM())
-	first := load(t, 0, 1, 0, 64, 4096)   // engines 0-7, 8 rows each
+	first := load(t, 0, 1, 0, 64, 4096)  // engines 0-7, 8 rows each
 	second := load(t, 0, 1, 64, 128, 64) // engines 8-15, tiny
 	h.submitAll(0, first, second)
 	h.run()

@@ -486,3 +486,55 @@ scalar activation o, x func=exp wait=s1>=1 wait=s2>=1
 	_, err = runAsm(t, "trn2", strings.Replace(src, "wait=s1>=1 ", "wait=s1>=2 ", 1))
 	require.NoError(t, err)
 }
+
+// The race check covers HBM across the cores of a chip: core 1 reading
+// what core 0's transfer wrote races unless a semaphore orders them;
+// transfers of the two cores into disjoint column halves of one tensor
+// (whose byte ranges interleave row by row) do not race.
+func TestHBMRaceAcrossCores(t *testing.T) {
+	const head = `.version 1
+.buffer C hbm bf16 [256, 1024]
+.core 0 0
+.buffer a sbuf bf16 [128, 512]
+.core 0 1
+.buffer b sbuf bf16 [128, 512]
+`
+	tests := []struct {
+		name string
+		body string
+		race string // "" for none
+	}{
+		{"core 1 reads core 0's output unordered", `.core 0 0
+sync dma_copy C[0:128, 0:512], a queue=0 signal=s0
+.core 0 1
+sync dma_copy b, C[0:128, 0:512] queue=0
+`, "data race on hbm (chip 0) C[0:128, 0:512]"},
+		{"core 1 waits for core 0's semaphore", `.core 0 0
+sync dma_copy C[0:128, 0:512], a queue=0 signal=s0
+.core 0 1
+sync dma_copy b, C[0:128, 0:512] queue=0 wait=s0@0>=16
+`, ""},
+		{"disjoint column halves", `.core 0 0
+sync dma_copy C[0:128, 0:512], a queue=0
+.core 0 1
+sync dma_copy C[0:128, 512:1024], b queue=0
+`, ""},
+		{"overlapping writes of one corner", `.core 0 0
+sync dma_copy C[0:128, 0:512], a queue=0
+.core 0 1
+sync dma_copy C[127:255, 511:1023], b queue=0
+`, "C[127:128, 511:512]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runAsm(t, "trn2", head+tc.body)
+			if tc.race == "" {
+				require.NoError(t, err)
+				return
+			}
+			var re *memory.RaceError
+			require.ErrorAs(t, err, &re)
+			assert.Contains(t, err.Error(), tc.race)
+		})
+	}
+}

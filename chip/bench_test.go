@@ -157,6 +157,20 @@ func syntheticProgram(t testing.TB, iters int) *isa.Program {
 	}
 	ls := isa.Instruction{Body: &isa.Body{Op: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: opW, OpID: 2}}
 	iotaTmpl := isa.Instruction{Body: &isa.Body{Op: isa.OpIota, Engine: isa.EngineGpSimd, Outs: opG, Attrs: isa.Attrs{Step: 1}, OpID: 6}, Signal: sigs[sG]}
+	// Every template is one body, numbered.
+	id := uint64(0)
+	number := func(in *isa.Instruction) { id++; in.Body.ID = id }
+	for s := 0; s < 2; s++ {
+		number(&load[s])
+		number(&store[s])
+		for j := 0; j < 4; j++ {
+			number(&mm[s][j])
+			number(&vec[s][j])
+			number(&act[s][j])
+		}
+	}
+	number(&ls)
+	number(&iotaTmpl)
 	var none [2]int64
 	prog.Streams = []isa.StreamSource{
 		stream(isa.EngineSync, func(st *step, i int) []*isa.Instruction {

@@ -210,11 +210,14 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 		Window:        clock.FromNanoseconds(co.Power.WindowUs * 1000),
 		LowUtil:       co.Power.LowUtilFraction,
 	}
+	// One race detector sees every core: HBM is shared by a chip's cores,
+	// and an access on one core may race with a transfer of another.
+	var race *memory.RaceDetector
+	if !opts.NoRaceCheck {
+		race = memory.NewRaceDetector()
+		race.SetBuffers(prog.Buffers)
+	}
 	for _, k := range order {
-		var race *memory.RaceDetector
-		if !opts.NoRaceCheck {
-			race = memory.NewRaceDetector()
-		}
 		board := s.sim.Boards(k.chip, k.core)
 		base := active[k] * perCore
 		dcfg := dma.Config{

@@ -351,6 +351,9 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 		if err := d.env.Race.CheckSpans(in, spans, agent, d.queueNames[q], qvc, d.env.Describe); err != nil {
 			return err
 		}
+		if err := d.env.Race.CheckHBM(in, agent, d.queueNames[q], qvc, d.env.Describe); err != nil {
+			return err
+		}
 	}
 	p := d.plan(in)
 	ready := trigger + d.cfg.StartLatency

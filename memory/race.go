@@ -76,6 +76,8 @@ func (a *Access) overlaps(b *Access) bool {
 type RaceError struct {
 	First, Second Access
 	Describe      func(in *isa.Instruction) string
+	// hbm names the shared elements of an HBM race ("" on chip).
+	hbm string
 }
 
 func (e *RaceError) Error() string {
@@ -92,6 +94,10 @@ func (e *RaceError) Error() string {
 		// Forgotten (see whoRingLen): the epoch numbers the agent's
 		// instructions, or a DMA queue's transfers, from 1.
 		return fmt.Sprintf("its instruction #%d", a.Epoch)
+	}
+	if e.First.Mem == isa.MemHBM {
+		return fmt.Sprintf("data race on hbm (chip %d) %s: %s %s [%s] and %s %s [%s], with no semaphore ordering them",
+			e.First.Chip, e.hbm, e.First.AgentName, verb(&e.First), desc(&e.First), e.Second.AgentName, verb(&e.Second), desc(&e.Second))
 	}
 	lo, hi := max(e.First.Lo, e.Second.Lo), min(e.First.Hi, e.Second.Hi)
 	plo, phi := max(e.First.PartLo, e.Second.PartLo), min(e.First.PartHi, e.Second.PartHi)
@@ -179,7 +185,7 @@ type coreShadow struct {
 	mem [2][]bucket // SBUF, PSUM
 }
 
-// RaceDetector finds pairs of SBUF/PSUM accesses that touch the same bytes,
+// RaceDetector finds pairs of SBUF/PSUM or HBM accesses that touch the same bytes,
 // at least one writing, from different agents, with neither ordered before
 // the other by semaphores (vector clocks). Ranges are bounding ranges of the
 // access patterns, so strided accesses that interleave without touching a
@@ -191,6 +197,9 @@ type RaceDetector struct {
 	lastK [2]int32
 	names []string   // agent names, by agent
 	whos  []*whoRing // recent instructions, by agent
+	// HBM: the program's buffers and each chip's records (racehbm.go).
+	buffers []*isa.Buffer
+	hbm     map[int32]*hbmShadow
 }
 
 // NewRaceDetector returns an empty detector.

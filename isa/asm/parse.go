@@ -912,6 +912,10 @@ var attrKeys = map[isa.Opcode][]string{
 	isa.OpBarrier:            {"sem", "cores", "target"},
 }
 
+// AttrKeys returns the attributes an opcode takes besides wait, signal and
+// op, in canonical print order.
+func AttrKeys(op isa.Opcode) []string { return append([]string(nil), attrKeys[op]...) }
+
 func attrAllowed(op isa.Opcode, key string) bool {
 	if key == "wait" || key == "signal" || key == "op" {
 		return true

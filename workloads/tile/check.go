@@ -1,0 +1,400 @@
+package tile
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/trnsim/trnsim/isa"
+)
+
+// Error is a kernel error, located in the text form when the kernel came
+// from one.
+type Error struct {
+	File   string
+	Kernel string
+	Pos    Pos
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.File != "" && e.Pos.Line > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
+	case e.File != "":
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("kernel %s: %s", e.Kernel, e.Msg)
+}
+
+func (k *Kernel) errAt(pos Pos, format string, args ...any) error {
+	return &Error{File: k.File, Kernel: k.Name, Pos: pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+// MaxTileDims bounds a tile's dimensions.
+const MaxTileDims = 5
+
+// Check validates the kernel's structure: unique names, tiles and
+// variables used in their scope, accesses that fit their tiles' ranks,
+// operand counts and engines that can run each opcode. Sizes that depend on
+// loop variables are checked when the scheduler executes the op.
+func (k *Kernel) Check() error {
+	names := map[string]bool{}
+	for _, t := range k.Tiles {
+		if !validName(t.Name) {
+			return k.errAt(t.Pos, "tile name %q: use letters, digits and _ (not starting with a digit)", t.Name)
+		}
+		if names[t.Name] {
+			return k.errAt(t.Pos, "tile %s is declared twice", t.Name)
+		}
+		names[t.Name] = true
+		if len(t.Shape) == 0 || len(t.Shape) > MaxTileDims {
+			return k.errAt(t.Pos, "tile %s has %d dimensions; tiles have 1 to %d", t.Name, len(t.Shape), MaxTileDims)
+		}
+		for i, s := range t.Shape {
+			if s <= 0 {
+				return k.errAt(t.Pos, "tile %s: dimension %d is %d; sizes must be positive", t.Name, i, s)
+			}
+		}
+		if t.DType.Bytes() == 0 {
+			return k.errAt(t.Pos, "tile %s: unknown dtype", t.Name)
+		}
+		if t.Bufs < 1 {
+			return k.errAt(t.Pos, "tile %s: bufs must be at least 1, got %d", t.Name, t.Bufs)
+		}
+		if t.Mem == isa.MemHBM && t.Scope != nil {
+			return k.errAt(t.Pos, "tile %s: HBM tensors are declared at kernel level, not inside a loop", t.Name)
+		}
+		if t.Mem != isa.MemHBM && t.Role != Temp {
+			return k.errAt(t.Pos, "tile %s: only HBM tensors are kernel inputs or outputs", t.Name)
+		}
+		if t.Bank >= 0 && t.Mem != isa.MemPSUM {
+			return k.errAt(t.Pos, "tile %s: bank= pins PSUM tiles only", t.Name)
+		}
+		if t.PartStart < 0 || (t.Mem.OnChip() && t.PartStart > 0 && int64(t.PartStart)+t.Shape[0] > 1<<16) {
+			return k.errAt(t.Pos, "tile %s: part=%d out of range", t.Name, t.PartStart)
+		}
+	}
+	vars := map[string]bool{}
+	for _, v := range k.Vars {
+		if vars[v.Name] {
+			return k.errAt(Pos{}, "loop variable %s is used by two loops; give each loop its own", v.Name)
+		}
+		if names[v.Name] {
+			return k.errAt(Pos{}, "loop variable %s has the name of a tile", v.Name)
+		}
+		vars[v.Name] = true
+	}
+	c := checker{k: k, inScope: map[*Var]bool{}, tiles: map[*Tile]bool{}, ops: map[*Op]bool{}}
+	for _, op := range k.Ops {
+		c.ops[op] = true
+	}
+	for _, t := range k.Tiles {
+		if t.Scope == nil {
+			c.tiles[t] = true
+		}
+	}
+	return c.stmts(k.Body, false)
+}
+
+type checker struct {
+	k       *Kernel
+	inScope map[*Var]bool
+	tiles   map[*Tile]bool
+	ops     map[*Op]bool
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return !keywords[s]
+}
+
+// keywords cannot name tiles or variables.
+var keywords = map[string]bool{"kernel": true, "param": true, "tile": true, "for": true, "in": true, "range": true,
+	"if": true, "else": true, "and": true, "or": true, "not": true, "min": true, "max": true, "cdiv": true,
+	"any": true, "collective": true, "pass": true, "parallel": true, "sequential": true, "cores": true, "start": true, "stop": true}
+
+func (c *checker) expr(e Expr, pos Pos, what string) error {
+	if e.IsZero() {
+		return c.k.errAt(pos, "%s is missing", what)
+	}
+	var bad *Var
+	e.Vars(func(v *Var) {
+		if bad == nil && !c.inScope[v] {
+			bad = v
+		}
+	})
+	if bad != nil {
+		return c.k.errAt(pos, "%s uses %s outside its loop", what, bad.Name)
+	}
+	return nil
+}
+
+func (c *checker) stmts(stmts []Stmt, inCores bool) error {
+	for _, s := range stmts {
+		switch s := s.(type) {
+		case *Loop:
+			if err := c.loop(s, inCores); err != nil {
+				return err
+			}
+		case *If:
+			if err := c.expr(s.Cond, s.Pos, "the condition"); err != nil {
+				return err
+			}
+			if err := c.stmts(s.Then, inCores); err != nil {
+				return err
+			}
+			if err := c.stmts(s.Else, inCores); err != nil {
+				return err
+			}
+		case *Op:
+			if err := c.op(s); err != nil {
+				return err
+			}
+		case *Collective:
+			for _, a := range append(append([]Access(nil), s.Outs...), s.Ins...) {
+				if err := c.access(&a, s.Pos, "collective "+s.Kind); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (c *checker) loop(l *Loop, inCores bool) error {
+	for _, e := range []struct {
+		e    Expr
+		what string
+	}{{l.Start, "the loop start"}, {l.Stop, "the loop stop"}, {l.Step, "the loop step"}} {
+		if err := c.expr(e.e, l.Pos, e.what+" of "+l.Var.Name); err != nil {
+			return err
+		}
+	}
+	if st, ok := l.Step.Const(); !ok || st <= 0 {
+		return c.k.errAt(l.Pos, "loop %s: the step must be a positive constant", l.Var.Name)
+	}
+	if l.Kind == Cores && inCores {
+		return c.k.errAt(l.Pos, "loop %s: cores loops do not nest", l.Var.Name)
+	}
+	c.inScope[l.Var] = true
+	for _, t := range l.Tiles {
+		c.tiles[t] = true
+	}
+	err := c.stmts(l.Body, inCores || l.Kind == Cores)
+	delete(c.inScope, l.Var)
+	for _, t := range l.Tiles {
+		delete(c.tiles, t)
+	}
+	return err
+}
+
+func (c *checker) op(op *Op) error {
+	where := op.Opcode.String()
+	if op.Label != "" {
+		where = "@" + op.Label + " " + where
+	}
+	info := op.Opcode.Info()
+	if int(op.Opcode) >= isa.NumOpcodes || op.Opcode == isa.OpBarrier || op.Opcode == isa.OpSemWait || op.Opcode == isa.OpSemInc {
+		return c.k.errAt(op.Pos, "%s: not an op a kernel writes (the scheduler synchronises)", where)
+	}
+	if len(op.Outs) != info.NumOut {
+		return c.k.errAt(op.Pos, "%s takes %d output(s), got %d", where, info.NumOut, len(op.Outs))
+	}
+	if len(op.Ins) < info.MinIn || len(op.Ins) > info.NumIn {
+		return c.k.errAt(op.Pos, "%s takes %d to %d input(s), got %d", where, info.MinIn, info.NumIn, len(op.Ins))
+	}
+	if !op.Any && !op.Opcode.RunsOn(op.Engine) {
+		return c.k.errAt(op.Pos, "%s cannot run on %s (it runs on %s)", where, op.Engine, engineList(op.Opcode))
+	}
+	for i := range op.Outs {
+		if err := c.access(&op.Outs[i], op.Pos, where); err != nil {
+			return err
+		}
+	}
+	for i := range op.Ins {
+		if err := c.access(&op.Ins[i], op.Pos, where); err != nil {
+			return err
+		}
+	}
+	if !op.Start.IsZero() {
+		if err := c.expr(op.Start, op.Pos, where+" start="); err != nil {
+			return err
+		}
+	}
+	if !op.Stop.IsZero() {
+		if err := c.expr(op.Stop, op.Pos, where+" stop="); err != nil {
+			return err
+		}
+	}
+	for _, a := range op.After {
+		if !c.ops[a] {
+			return c.k.errAt(op.Pos, "%s: after= names an op that is not in the kernel", where)
+		}
+	}
+	return nil
+}
+
+func (c *checker) access(a *Access, pos Pos, where string) error {
+	if a.Pos.Line > 0 {
+		pos = a.Pos
+	}
+	t := a.Tile
+	if t == nil {
+		return c.k.errAt(pos, "%s: an operand names no tile", where)
+	}
+	if !c.tiles[t] {
+		return c.k.errAt(pos, "%s: tile %s is used outside the loop that declares it", where, t.Name)
+	}
+	if len(a.Ranges) > len(t.Shape) {
+		return c.k.errAt(pos, "%s: tile %s has %d dimensions, the access gives %d", where, t.Name, len(t.Shape), len(a.Ranges))
+	}
+	for d, r := range a.Ranges {
+		if err := c.expr(r.Start, pos, fmt.Sprintf("%s: the start of dimension %d of %s", where, d, t.Name)); err != nil {
+			return err
+		}
+		if r.Index {
+			continue
+		}
+		if err := c.expr(r.Stop, pos, fmt.Sprintf("%s: the stop of dimension %d of %s", where, d, t.Name)); err != nil {
+			return err
+		}
+		if r.Step < 1 {
+			return c.k.errAt(pos, "%s: dimension %d of %s: the step must be positive, got %d", where, d, t.Name, r.Step)
+		}
+		if d == 0 && t.Mem.OnChip() && r.Step != 1 {
+			return c.k.errAt(pos, "%s: the partition dimension of %s cannot be strided", where, t.Name)
+		}
+	}
+	if a.Rearrange != nil {
+		if t.Mem != isa.MemHBM {
+			return c.k.errAt(pos, "%s: only HBM accesses are rearranged (%s is in %s)", where, t.Name, t.Mem)
+		}
+		if err := a.Rearrange.check(); err != nil {
+			return c.k.errAt(pos, "%s: %s: %v", where, t.Name, err)
+		}
+	}
+	return nil
+}
+
+// check validates a rearrangement's names.
+func (r *Rearrange) check() error {
+	seen := map[string]bool{}
+	for _, g := range r.In {
+		unknown := 0
+		for _, n := range g {
+			if seen[n] {
+				return fmt.Errorf("factor %s appears twice", n)
+			}
+			seen[n] = true
+			if _, ok := r.Sizes[n]; !ok {
+				unknown++
+			}
+		}
+		if len(g) == 0 || unknown > 1 {
+			return fmt.Errorf("each group needs the sizes of all its factors but one: %s", groupText(g))
+		}
+	}
+	if len(r.Out) != len(seen) {
+		return fmt.Errorf("the output names %d factors, the input %d", len(r.Out), len(seen))
+	}
+	for _, n := range r.Out {
+		if !seen[n] {
+			return fmt.Errorf("output factor %s is not in the input", n)
+		}
+	}
+	for n, v := range r.Sizes {
+		if !seen[n] {
+			return fmt.Errorf("size given for %s, which is not a factor", n)
+		}
+		if v <= 0 {
+			return fmt.Errorf("factor %s has size %d", n, v)
+		}
+	}
+	return nil
+}
+
+func groupText(g []string) string {
+	if len(g) == 1 {
+		return g[0]
+	}
+	return "(" + strings.Join(g, " ") + ")"
+}
+
+func engineList(op isa.Opcode) string {
+	var names []string
+	for _, e := range op.EnginesOf() {
+		names = append(names, e.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+// Dims applies the rearrangement to a slice with dimension sizes sizes
+// and element strides strides (outermost first): it returns the sizes and
+// strides of the output dimensions, in output order.
+func (r *Rearrange) Dims(sizes, strides []int64) (outSizes, outStrides []int64, err error) {
+	if len(sizes) != len(r.In) {
+		return nil, nil, fmt.Errorf("the rearrangement has %d input dimensions; the slice has %d", len(r.In), len(sizes))
+	}
+	fs := map[string][2]int64{}
+	for d, g := range r.In {
+		known := int64(1)
+		missing := ""
+		for _, n := range g {
+			if v, ok := r.Sizes[n]; ok {
+				known *= v
+			} else {
+				missing = n
+			}
+		}
+		switch {
+		case missing != "" && sizes[d]%known != 0:
+			return nil, nil, fmt.Errorf("dimension %d has size %d, not a multiple of %d (%s)", d, sizes[d], known, groupText(g))
+		case missing == "" && known != sizes[d]:
+			return nil, nil, fmt.Errorf("dimension %d has size %d, not %d (%s)", d, sizes[d], known, groupText(g))
+		}
+		stride := strides[d]
+		for i := len(g) - 1; i >= 0; i-- {
+			n := g[i]
+			sz := r.Sizes[n]
+			if n == missing {
+				sz = sizes[d] / known
+			}
+			fs[n] = [2]int64{sz, stride}
+			stride *= sz
+		}
+	}
+	for _, n := range r.Out {
+		outSizes = append(outSizes, fs[n][0])
+		outStrides = append(outStrides, fs[n][1])
+	}
+	return outSizes, outStrides, nil
+}
+
+// String prints the rearrangement in the text form.
+func (r *Rearrange) String() string {
+	var in []string
+	for _, g := range r.In {
+		var parts []string
+		for _, n := range g {
+			if v, ok := r.Sizes[n]; ok {
+				parts = append(parts, fmt.Sprintf("%s:%d", n, v))
+			} else {
+				parts = append(parts, n)
+			}
+		}
+		if len(g) == 1 {
+			in = append(in, parts[0])
+		} else {
+			in = append(in, "("+strings.Join(parts, " ")+")")
+		}
+	}
+	return strings.Join(in, " ") + " -> " + strings.Join(r.Out, " ")
+}

@@ -108,7 +108,7 @@ func TestBadInputGivesOneClearErrorAndNoOutput(t *testing.T) {
 		{"deadlock", []string{"run", deadlock}, "deadlock: 1 engine(s) can never continue"},
 		{"working set", []string{"run", tooBig}, "more than SBUF's 224 KiB"},
 		{"unknown command", []string{"fly"}, "unknown command \"fly\""},
-		{"bad --set", []string{"run", "--set", "hardware.core.sbuf.partition_kib=big"}, "--set: hardware.core.sbuf.partition_kib: expected an integer"},
+		{"bad --set", []string{"run", "--set", "hardware.core.sbuf.partition_kib=big"}, "--set hardware.core.sbuf.partition_kib=big: expected an integer"},
 		{"too big for HBM", []string{"run", "--set", "workload.gemm.m=10000000", "--set", "workload.gemm.k=10000000"}, "the GEMM does not fit one chip: its tensors need"},
 	}
 	for _, tc := range cases {

@@ -91,12 +91,12 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if opts.Progress != nil {
 		start := time.Now()
 		last := start
+		total := knownInstructions(prog)
 		chipOpts.ProgressEvery = 1 << 16
 		chipOpts.Progress = func(n int64, now clock.Time) {
 			if t := time.Now(); t.Sub(last) >= 2*time.Second {
 				last = t
-				fmt.Fprintf(opts.Progress, "trnsim: simulated %s, %d instructions (%.2f M/s)\n",
-					now, n, float64(n)/t.Sub(start).Seconds()/1e6)
+				fmt.Fprint(opts.Progress, progressLine(n, total, now, t.Sub(start)))
 			}
 		}
 	}
@@ -104,7 +104,10 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := report.Build(cfg, info, res, Version)
+	rep, err := report.Build(cfg, info, res, Version)
+	if err != nil {
+		return nil, err
+	}
 	if tw != nil {
 		if err := tw.Close(); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", tracePath, err)

@@ -634,7 +634,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		if len(classes) > 0 {
 			matmuls = ", matmuls in " + strings.Join(classes, " and ")
 		}
-		line("workload", "assembly %s: %d instructions%s", filepath.Base(r.Config), r.Instructions, matmuls)
+		line("workload", "assembly %s: %s%s", filepath.Base(r.Config), plural(r.Instructions, "instruction"), matmuls)
 	}
 	line("simulated time", "%s", clock.Time(r.SimulatedTimeS*1e15+0.5))
 	line("throughput", "%.2f TFLOPS, %.1f%% of peak (HFU)", r.TFLOPS, r.PeakPct)
@@ -665,8 +665,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 			where = fmt.Sprintf("%d.%d %s", s.Chip, s.Core, s.Engine)
 		}
 		e := r.coreEngine(s.Chip, s.Core, s.Engine)
-		line(k, "%-7s %-15s %s (%.1f%%)  [busy %.1f%%, %d instructions]",
-			where, s.Cause, clock.Time(s.TimeS*1e15+0.5), s.Pct, e.BusyPct, e.Instructions)
+		line(k, "%-7s %-15s %s (%.1f%%)  [busy %.1f%%, %s]",
+			where, s.Cause, clock.Time(s.TimeS*1e15+0.5), s.Pct, e.BusyPct, plural(e.Instructions, "instruction"))
 	}
 	if len(r.Stalls) > 0 {
 		line("", "(waits with instructions left, before the first one too; idle time is not a stall)")
@@ -684,6 +684,13 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	line("host", "%.3f s, %sinstructions/s, %sevents/s (%d instructions, %d events)",
 		r.HostTimeS, si(r.InstructionsPerSec), si(r.EventsPerSec), r.Instructions, r.Events)
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // coreEngine returns one core's figures for an engine.

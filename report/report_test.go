@@ -77,6 +77,16 @@ func TestBuildIdleIsNotAStall(t *testing.T) {
 	assert.Equal(t, "vector", r.Stalls[0].Engine)
 	assert.Equal(t, "tensor", r.Stalls[1].Engine)
 	assert.InDelta(t, 75.0, r.PeakPct, 1e-9)
+
+	// The summary says what busy means, and shows idle apart.
+	var sum bytes.Buffer
+	r.WriteSummary(&sum)
+	out := sum.String()
+	assert.Contains(t, out, "engine busy        tensor 80.0%  vector 20.0%  scalar 0.0%  gpsimd 0.0%  sync 0.0%\n")
+	assert.Contains(t, out, "(issuing instructions; semaphore waits are not busy, as in Neuron Explorer's active time)")
+	assert.Contains(t, out, "engine idle        tensor 10.0%  vector 0.0%  scalar 100.0%  gpsimd 100.0%  sync 100.0%\n")
+	assert.Contains(t, out, "top stalls         vector  semaphore       7.000 us (70.0%)  [busy 20.0%, 10 instructions]\n")
+	assert.NotContains(t, out, "scalar  semaphore")
 }
 
 // Every utilisation the report prints is at most 100%, or the run fails

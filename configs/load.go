@@ -378,6 +378,16 @@ func PresetNames() []string {
 	return out
 }
 
+// IsPreset reports whether name is an embedded hardware preset.
+func IsPreset(name string) bool {
+	for _, p := range PresetNames() {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Preset returns a preset's hardware and the source of every field.
 func Preset(name string) (*Hardware, map[string]Source, error) {
 	return loadPreset(name, 0)

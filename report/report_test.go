@@ -264,3 +264,19 @@ func TestBuildWorkloadShapeAndName(t *testing.T) {
 		})
 	}
 }
+
+// examples/kernel-matmul-fp8.asm, the hand-written double-row kernel, is
+// measured against the double-row peak.
+func TestFP8ExampleKernel(t *testing.T) {
+	cfg, err := runner.ConfigForAssembly("../examples/kernel-matmul-fp8.asm", "", nil)
+	require.NoError(t, err)
+	out, err := runner.Run(cfg, runner.Options{})
+	require.NoError(t, err)
+	r := out.Report
+	base := cfg.Hardware.PeakBaseFLOPSPerCore()
+	require.Len(t, r.PeakClasses, 1)
+	assert.Equal(t, report.PeakClass{DType: "fp8e4", PerfMode: 2, Mode: "double_row", FLOPs: 4 * 2 * 256 * 128 * 512,
+		Rate: 2, PeakTFLOPSPerCore: 2 * base / 1e12, TimeAtPeakS: 4 * 2 * 256 * 128 * 512 / (2 * base)}, r.PeakClasses[0])
+	assert.InDelta(t, 100*r.FLOPs/(2*base)/r.SimulatedTimeS, r.PeakPct, 1e-9)
+	assert.LessOrEqual(t, r.PeakPct, 100.0)
+}

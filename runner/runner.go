@@ -209,12 +209,12 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 	}
 	// The preset comes from --preset, else the file's .target, else trn2;
 	// an unknown name is reported where the user wrote it.
-	if preset != "" && !isPreset(preset) {
+	if preset != "" && !configs.IsPreset(preset) {
 		return nil, fmt.Errorf("--preset %s: unknown preset %q (presets: %s)", preset, preset, strings.Join(configs.PresetNames(), ", "))
 	}
 	if preset == "" {
 		target, line := targetOf(string(data))
-		if target != "" && !isPreset(target) {
+		if target != "" && !configs.IsPreset(target) {
 			return nil, fmt.Errorf("%s:%d: .target %s: unknown preset %q (presets: %s)", path, line, target, target, strings.Join(configs.PresetNames(), ", "))
 		}
 		preset = target
@@ -235,15 +235,6 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 		return nil, err
 	}
 	return cfg, nil
-}
-
-func isPreset(name string) bool {
-	for _, p := range configs.PresetNames() {
-		if p == name {
-			return true
-		}
-	}
-	return false
 }
 
 // targetOf returns the name after a .target directive, if any, and its

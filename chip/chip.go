@@ -49,7 +49,9 @@ type EngineResult struct {
 	FirstStart   clock.Time
 	LastEnd      clock.Time
 	FLOPs        float64
-	OpCounts     [isa.NumOpcodes]int64
+	// MatmulFLOPs splits FLOPs by matmul class (engines.ClassOf).
+	MatmulFLOPs [engines.NumMatmulClasses]float64
+	OpCounts    [isa.NumOpcodes]int64
 }
 
 // CoreResult are one core's statistics.
@@ -357,7 +359,7 @@ func (s *system) collect() *Result {
 		for _, seq := range cp.core.Seqs {
 			st := seq.Stats
 			cr.Engines[seq.Engine()] = EngineResult{Engine: seq.Engine(), Instructions: st.Instructions, Busy: st.BusyTime,
-				Stall: st.Stall, FirstStart: st.FirstStart, LastEnd: st.LastEnd, FLOPs: st.FLOPs, OpCounts: st.OpCounts}
+				Stall: st.Stall, FirstStart: st.FirstStart, LastEnd: st.LastEnd, FLOPs: st.FLOPs, MatmulFLOPs: st.MatmulFLOPs, OpCounts: st.OpCounts}
 			if st.Instructions > 0 && st.LastEnd > res.SimTime {
 				res.SimTime = st.LastEnd
 			}

@@ -11,6 +11,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// SetFile is the File of an Error or Source whose value came from a --set
+// override rather than a file.
+const SetFile = "--set"
+
 // Error is a config error that names where it is: file, line, column and
 // the dotted path of the field.
 type Error struct {
@@ -19,9 +23,21 @@ type Error struct {
 	Col  int
 	Path string
 	Msg  string
+	// Set is the --set argument ("dotted.path=value", as given) the error is
+	// about, when File is SetFile; the message then starts with it.
+	Set string
 }
 
 func (e *Error) Error() string {
+	if e.File == SetFile && e.Set != "" {
+		// "--set hardware.chip.cores=100000: ...": the argument names the
+		// field, unless the error is about another (deeper) path.
+		loc := "--set " + e.Set
+		if e.Path != "" && !strings.HasPrefix(e.Set, e.Path+"=") {
+			return loc + ": " + e.Path + ": " + e.Msg
+		}
+		return loc + ": " + e.Msg
+	}
 	loc := e.File
 	if e.Line > 0 {
 		loc += fmt.Sprintf(":%d", e.Line)
@@ -76,6 +92,11 @@ type decoder struct {
 	// overrides given both in the config file and by --set); nodes not in it
 	// belong to file.
 	origin map[*yaml.Node]string
+	// generated, when set, marks a document that a program wrote (the run
+	// config around a bare assembly file): its lines mean nothing to the
+	// user, so errors and sources name the file without a position, and
+	// sources carry generated as their note.
+	generated string
 }
 
 // fileOf returns the file a node was read from.
@@ -90,10 +111,18 @@ func newDecoder(file string) *decoder { return &decoder{file: file, set: map[str
 
 func (d *decoder) errAt(n *yaml.Node, path, format string, args ...any) error {
 	e := &Error{File: d.fileOf(n), Path: path, Msg: fmt.Sprintf(format, args...)}
-	if n != nil {
+	if n != nil && d.generated == "" {
 		e.Line, e.Col = n.Line, n.Column
 	}
 	return e
+}
+
+// source is where node n (decoded by d) came from.
+func (d *decoder) source(n *yaml.Node) Source {
+	if d.generated != "" {
+		return Source{File: d.file, Note: d.generated}
+	}
+	return Source{File: d.file, Line: n.Line, Col: n.Column}
 }
 
 func joinPath(path, key string) string {
@@ -207,7 +236,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 			k, val := kv[0], kv[1]
 			fi, ok := fields[k.Value]
 			if !ok {
-				return d.errAt(k, joinPath(path, k.Value), "unknown field (known fields of %s: %s)", orRoot(path), knownFields(v.Type()))
+				kp := joinPath(path, k.Value)
+				if why, gone := removedFields[kp]; gone {
+					return d.errAt(k, kp, "unknown field: %s", why)
+				}
+				return d.errAt(k, kp, "unknown field (known fields of %s: %s)", orRoot(path), knownFields(v.Type()))
 			}
 			fv := v.Field(fi.index)
 			if err := d.decode(val, fv, joinPath(path, k.Value)); err != nil {
@@ -238,7 +271,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 			}
 		}
 		v.Set(out)
-		d.set[path] = Source{File: d.file, Line: n.Line, Col: n.Column}
+		d.set[path] = d.source(n)
 		return nil
 	}
 	// Scalars.
@@ -291,7 +324,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 	default:
 		return d.errAt(n, path, "unsupported field type %s", v.Type())
 	}
-	d.set[path] = Source{File: d.file, Line: n.Line, Col: n.Column}
+	d.set[path] = d.source(n)
 	return nil
 }
 

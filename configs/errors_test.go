@@ -336,12 +336,12 @@ func TestLoadErrorsUnknownPreset(t *testing.T) {
 		{"by --set", withGEMM(
 			"hardware:",
 			"  preset: trn2",
-		), []string{"hardware.preset=trn9"}, "--set: hardware.preset: unknown preset \"trn9\" (presets: inf2, trn1, trn2, trn3)"},
-		{"by --set without file preset", y(gemm...), []string{"hardware.preset=trn9"}, "--set: hardware.preset: unknown preset \"trn9\" (presets: inf2, trn1, trn2, trn3)"},
+		), []string{"hardware.preset=trn9"}, "--set hardware.preset=trn9: unknown preset \"trn9\" (presets: inf2, trn1, trn2, trn3)"},
+		{"by --set without file preset", y(gemm...), []string{"hardware.preset=trn9"}, "--set hardware.preset=trn9: unknown preset \"trn9\" (presets: inf2, trn1, trn2, trn3)"},
 		{"non-string by --set", withGEMM(
 			"hardware:",
 			"  preset: trn2",
-		), []string{"hardware.preset=2"}, "--set: hardware.preset: expected a preset name, got \"2\""},
+		), []string{"hardware.preset=2"}, "--set hardware.preset=2: expected a preset name, got \"2\""},
 		{"unknown cost table", withGEMM(
 			"hardware:",
 			"  preset: trn2",
@@ -439,12 +439,12 @@ func TestLoadErrorsCrossField(t *testing.T) {
 			"  preset: trn2",
 			"  chips: 4611686018427387904",
 			"  chip: {cores: 4}",
-		), nil, "test.yaml:3:10: hardware.chips: more than 65536 cores in total is not supported"},
+		), nil, "test.yaml:3:10: hardware.chips: more than 65536 chips is not supported, got 4611686018427387904"},
 		{"too many cores", withGEMM(
 			"hardware:",
 			"  preset: trn2",
 			"  chips: 100000",
-		), nil, "test.yaml:3:10: hardware.chips: more than 65536 cores in total is not supported"},
+		), nil, "test.yaml:3:10: hardware.chips: more than 65536 chips is not supported, got 100000"},
 	})
 }
 
@@ -473,7 +473,7 @@ func TestLoadErrorsDuplicateKey(t *testing.T) {
 		), nil, "test.yaml:4:34: workload.gemm.m: given twice"},
 		{"--set given twice", withGEMM(
 			"hardware: {preset: trn2}",
-		), []string{"hardware.chips=2", "hardware.chips=3"}, "--set: hardware.chips: given twice"},
+		), []string{"hardware.chips=2", "hardware.chips=3"}, "--set hardware.chips=3: given twice"},
 	})
 }
 
@@ -494,7 +494,7 @@ func TestLoadErrorsParallel(t *testing.T) {
 		), nil, "test.yaml:2:11: parallel: reserved for multi-chip runs and must be empty in this version"},
 		{"by --set", withGEMM(
 			"hardware: {preset: trn2}",
-		), []string{"parallel.data=2"}, "--set: parallel: reserved for multi-chip runs and must be empty in this version"},
+		), []string{"parallel.data=2"}, "--set parallel.data=2: parallel: reserved for multi-chip runs and must be empty in this version"},
 	})
 }
 
@@ -742,11 +742,11 @@ func TestLoadErrorsCostOverrides(t *testing.T) {
 		), nil, "test.yaml:3:10: hardware.costs: expected a mapping, got a list"},
 		{"bad expression by --set", withGEMM(
 			"hardware: {preset: trn2}",
-		), []string{"hardware.costs.vector.tensor_copy.default.interval=N+"}, "--set: hardware.costs.vector.tensor_copy.default.interval: expression \"N+\", column 3: expression ends early"},
+		), []string{"hardware.costs.vector.tensor_copy.default.interval=N+"}, "--set hardware.costs.vector.tensor_copy.default.interval=N+: expression \"N+\", column 3: expression ends early"},
 		{"bad --set expression next to file overrides", costs(
 			"    constants:",
 			"      MIN_II: {value: 32}",
-		), []string{"hardware.costs.vector.tensor_copy.default.interval=N+"}, "--set: hardware.costs.vector.tensor_copy.default.interval: expression \"N+\", column 3: expression ends early"},
+		), []string{"hardware.costs.vector.tensor_copy.default.interval=N+"}, "--set hardware.costs.vector.tensor_copy.default.interval=N+: expression \"N+\", column 3: expression ends early"},
 		{"bad file expression next to --set overrides", costs(
 			"    vector:",
 			"      tensor_copy:",
@@ -758,19 +758,53 @@ func TestLoadErrorsCostOverrides(t *testing.T) {
 func TestLoadErrorsSets(t *testing.T) {
 	ok := withGEMM("hardware: {preset: trn2}")
 	runErrCases(t, []errCase{
-		{"no equals sign", ok, []string{"hardware.chips"}, "--set: \"hardware.chips\": expected dotted.path=value"},
-		{"empty path", ok, []string{"=3"}, "--set: \"=3\": expected dotted.path=value"},
-		{"unknown section", ok, []string{"hw.chips=2"}, "--set: hw.chips: unknown section \"hw\" (sections: hardware, workload, parallel, outputs)"},
-		{"empty path element", ok, []string{"hardware..chips=2"}, "--set: hardware..chips: empty path element"},
-		{"conflicting paths", ok, []string{"hardware.chip=2", "hardware.chip.cores=2"}, "--set: hardware.chip.cores: conflicts with another --set"},
-		{"unknown field", ok, []string{"hardware.core.sbuf.partition_kb=256"}, "--set: hardware.core.sbuf.partition_kb: unknown field (known fields of hardware.core.sbuf: partition_kib, partitions)"},
-		{"wrong type", ok, []string{"hardware.core.sbuf.partition_kib=big"}, "--set: hardware.core.sbuf.partition_kib: expected an integer, got \"big\""},
-		{"check tag", ok, []string{"hardware.core.sbuf.partition_kib=-1"}, "--set: hardware.core.sbuf.partition_kib: must be greater than 0, got -1"},
-		{"cross-field rule", ok, []string{"hardware.core.psum.banks=3"}, "--set: hardware.core.psum.banks: 3 banks do not divide 16 KiB evenly"},
-		{"workload kind", ok, []string{"workload.kind=conv"}, "--set: workload.kind: unsupported workload kind \"conv\" (kinds: gemm, elementwise, assembly)"},
-		{"section given a value", ok, []string{"hardware=trn2"}, "--set: hardware: expected a mapping, got \"trn2\""},
-		{"workload field", ok, []string{"workload.gemm.m=lots"}, "--set: workload.gemm.m: expected an integer, got \"lots\""},
+		{"no equals sign", ok, []string{"hardware.chips"}, "--set hardware.chips: expected dotted.path=value"},
+		{"empty path", ok, []string{"=3"}, "--set =3: expected dotted.path=value"},
+		{"unknown section", ok, []string{"hw.chips=2"}, "--set hw.chips=2: unknown section \"hw\" (sections: hardware, workload, parallel, outputs)"},
+		{"empty path element", ok, []string{"hardware..chips=2"}, "--set hardware..chips=2: empty path element"},
+		{"conflicting paths", ok, []string{"hardware.chip=2", "hardware.chip.cores=2"}, "--set hardware.chip.cores=2: conflicts with another --set"},
+		{"unknown field", ok, []string{"hardware.core.sbuf.partition_kb=256"}, "--set hardware.core.sbuf.partition_kb=256: unknown field (known fields of hardware.core.sbuf: partition_kib, partitions)"},
+		{"wrong type", ok, []string{"hardware.core.sbuf.partition_kib=big"}, "--set hardware.core.sbuf.partition_kib=big: expected an integer, got \"big\""},
+		{"check tag", ok, []string{"hardware.core.sbuf.partition_kib=-1"}, "--set hardware.core.sbuf.partition_kib=-1: must be greater than 0, got -1"},
+		{"cross-field rule", ok, []string{"hardware.core.psum.banks=3"}, "--set hardware.core.psum.banks=3: 3 banks do not divide 16 KiB evenly"},
+		{"workload kind", ok, []string{"workload.kind=conv"}, "--set workload.kind=conv: unsupported workload kind \"conv\" (kinds: gemm, elementwise, assembly)"},
+		{"section given a value", ok, []string{"hardware=trn2"}, "--set hardware=trn2: expected a mapping, got \"trn2\""},
+		{"workload field", ok, []string{"workload.gemm.m=lots"}, "--set workload.gemm.m=lots: expected an integer, got \"lots\""},
+		// The rule names the field the --set changed, not hardware.chips
+		// from the preset.
+		{"cores per chip", ok, []string{"hardware.chip.cores=100000"}, "--set hardware.chip.cores=100000: more than 65536 cores per chip is not supported, got 100000"},
+		{"cores in total, cores set", ok, []string{"hardware.chip.cores=40000", "hardware.chips=2"}, "--set hardware.chip.cores=40000: 2 chips x 40000 cores = 80000 cores in total; more than 65536 is not supported"},
+		{"cores in total, chips set", ok, []string{"hardware.chips=10000"}, "--set hardware.chips=10000: 10000 chips x 8 cores = 80000 cores in total; more than 65536 is not supported"},
+		{"spaces around the value", ok, []string{" hardware.chip.cores = 0 "}, "--set hardware.chip.cores=0: must be greater than 0, got 0"},
+		{"value given as a mapping", ok, []string{"hardware.core.sbuf={partitions: 0}"}, "--set hardware.core.sbuf={partitions: 0}: hardware.core.sbuf.partitions: must be greater than 0, got 0"},
+		{"kind conflict blames the --set section", ok, []string{"workload.elementwise.op=exp"}, "--set workload.elementwise.op=exp: workload.elementwise is given but kind is \"gemm\""},
 	})
+}
+
+func TestLoadErrorsRemovedFields(t *testing.T) {
+	ok := withGEMM("hardware: {preset: trn2}")
+	runErrCases(t, []errCase{
+		{"dma bandwidth in the file", withGEMM(
+			"hardware:",
+			"  preset: trn2",
+			"  chip: {dma_bandwidth_gbps: 100}",
+		), nil, "test.yaml:3:10: hardware.chip.dma_bandwidth_gbps: unknown field: removed: nothing read it; the simulated DMA bandwidth is hardware.core.dma.engines x engine_bandwidth_gbps per core, bounded by hardware.chip.hbm.bandwidth_gbps"},
+		{"chip peak by --set", ok, []string{"hardware.chip.peak_bf16_tflops=1000"}, "--set hardware.chip.peak_bf16_tflops=1000: unknown field: removed: nothing read it; the peak is the array arithmetic, hardware.core.tensor.array_rows x array_cols x 2 FLOP x clock_ghz per core"},
+		{"fp8 rate by --set", ok, []string{"hardware.core.tensor.fp8_rate=2"}, "--set hardware.core.tensor.fp8_rate=2: unknown field: removed: an FP8 matmul's rate follows its mode, the BF16 rate normally and 2x in double-row mode (perf=2, where hardware.core.tensor.fp8_double_row is true)"},
+	})
+}
+
+// A later stage's error about a field set by --set quotes the --set.
+func TestFieldErrorNamesTheSet(t *testing.T) {
+	cfg, err := configs.LoadBytes([]byte(withGEMM("hardware: {preset: trn2}")), "test.yaml",
+		configs.LoadOptions{Sets: []string{"workload.lowering.tile_n=4096", "hardware.core.sbuf.partition_kib=1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "--set workload.lowering.tile_n=4096: 4096 exceeds 512",
+		cfg.FieldError("workload.lowering.tile_n", "4096 exceeds 512").Error())
+	assert.Equal(t, "--set hardware.core.sbuf.partition_kib=1: too small",
+		cfg.FieldError("hardware.core.sbuf.partition_kib", "too small").Error())
+	assert.Equal(t, "test.yaml:4:13: workload.gemm.m: odd", cfg.FieldError("workload.gemm.m", "odd").Error())
+	assert.Equal(t, "preset trn2: hardware.chips: odd", cfg.FieldError("hardware.chips", "odd").Error())
 }
 
 func TestLoadErrorsMissingFile(t *testing.T) {

@@ -36,15 +36,17 @@ type Hardware struct {
 // ChipConfig holds what is shared by the cores of one chip.
 type ChipConfig struct {
 	// Cores is the number of physical NeuronCores per chip.
-	Cores int `yaml:"cores" check:"pos"`
-	// DMABandwidthGBps is the chip's total DMA bandwidth (informational: the
-	// simulated bandwidth comes from the DMA engines).
-	DMABandwidthGBps float64 `yaml:"dma_bandwidth_gbps" check:"pos"`
-	// PeakBF16TFLOPS is the published dense BF16 peak of the chip
-	// (informational; HFU uses the per-core array arithmetic).
-	PeakBF16TFLOPS float64    `yaml:"peak_bf16_tflops" check:"pos"`
-	HBM            HBMConfig  `yaml:"hbm"`
-	Links          LinkConfig `yaml:"links"`
+	Cores int        `yaml:"cores" check:"pos"`
+	HBM   HBMConfig  `yaml:"hbm"`
+	Links LinkConfig `yaml:"links"`
+}
+
+// removedFields are fields that earlier versions had and nothing read:
+// setting one is an unknown-field error that says why it went.
+var removedFields = map[string]string{
+	"hardware.chip.dma_bandwidth_gbps": "removed: nothing read it; the simulated DMA bandwidth is hardware.core.dma.engines x engine_bandwidth_gbps per core, bounded by hardware.chip.hbm.bandwidth_gbps",
+	"hardware.chip.peak_bf16_tflops":   "removed: nothing read it; the peak is the array arithmetic, hardware.core.tensor.array_rows x array_cols x 2 FLOP x clock_ghz per core",
+	"hardware.core.tensor.fp8_rate":    "removed: an FP8 matmul's rate follows its mode, the BF16 rate normally and 2x in double-row mode (perf=2, where hardware.core.tensor.fp8_double_row is true)",
 }
 
 // HBMConfig describes a chip's HBM.
@@ -105,12 +107,13 @@ type TensorConfig struct {
 	// BackgroundLoadStationary lets LoadStationary overlap the running
 	// MultiplyMoving (double-buffered weights).
 	BackgroundLoadStationary bool `yaml:"background_load_stationary"`
-	FP8DoubleRow             bool `yaml:"fp8_double_row"`
-	MXQuad                   bool `yaml:"mx_quad"`
-	// FP32Rate and FP8Rate are throughput multipliers relative to BF16
-	// (informational, used for the peak; the cost table charges the cycles).
+	// FP8DoubleRow: FP8 double-row mode (perf=2, fp8e4/fp8e5 tiles at twice
+	// the BF16 rate) exists; MXQuad: MX quad mode (perf=4) exists.
+	FP8DoubleRow bool `yaml:"fp8_double_row"`
+	MXQuad       bool `yaml:"mx_quad"`
+	// FP32Rate is the FP32 matmul throughput relative to BF16, for the peak
+	// (the cost table charges the cycles).
 	FP32Rate float64 `yaml:"fp32_rate" check:"pos"`
-	FP8Rate  float64 `yaml:"fp8_rate" check:"pos"`
 }
 
 // VectorConfig describes VectorE.
@@ -251,16 +254,41 @@ func (h *Hardware) Limits() *isa.Limits {
 	}
 }
 
-// PeakFLOPSPerCore returns the TensorE peak for a dtype:
-// rows x cols x 2 x clock x dtype factor.
-func (h *Hardware) PeakFLOPSPerCore(dt isa.DType) float64 {
+// MatmulRate returns the TensorE throughput of matmuls with input dtype dt
+// in performance mode perf (0 normal, 2 FP8 double-row, 4 MX quad),
+// relative to BF16 (reference §2.1, §2.2): FP32 at FP32Rate; BF16, FP16,
+// TF32 and FP8 at 1 (FP8 without a fast mode runs at the BF16 rate: cFP8
+// on NC-v2, FP8_E3 on NC-v3, non-MX FP8 on NC-v4); double-row fp8e4/fp8e5
+// at 2 (NC-v3: a 256x128 logical array in the time of a BF16 pair); MX
+// quad at 4 for MX dtypes only. ok is false for a mode the hardware or the
+// dtype does not have (the ISA has no MX dtypes, so perf=4 never
+// qualifies).
+func (h *Hardware) MatmulRate(dt isa.DType, perf uint8) (rate float64, ok bool) {
 	t := &h.Core.Tensor
-	f := 1.0
-	switch {
-	case dt == isa.FP32:
-		f = t.FP32Rate
-	case dt.IsFP8():
-		f = t.FP8Rate
+	switch perf {
+	case 0:
+		if dt == isa.FP32 {
+			return t.FP32Rate, true
+		}
+		return 1, true
+	case 2:
+		if t.FP8DoubleRow && (dt == isa.FP8E4 || dt == isa.FP8E5) {
+			return float64(isa.PerfModeRows(2)), true
+		}
 	}
-	return float64(t.ArrayRows) * float64(t.ArrayCols) * 2 * t.ClockGHz * 1e9 * f
+	return 0, false
+}
+
+// PeakBaseFLOPSPerCore is one core's TensorE arithmetic at rate 1:
+// rows x cols x 2 FLOP x clock.
+func (h *Hardware) PeakBaseFLOPSPerCore() float64 {
+	t := &h.Core.Tensor
+	return float64(t.ArrayRows) * float64(t.ArrayCols) * 2 * t.ClockGHz * 1e9
+}
+
+// PeakFLOPSPerCore returns one core's TensorE peak for matmuls with input
+// dtype dt in normal mode: PeakBaseFLOPSPerCore x MatmulRate(dt, 0).
+func (h *Hardware) PeakFLOPSPerCore(dt isa.DType) float64 {
+	rate, _ := h.MatmulRate(dt, 0)
+	return h.PeakBaseFLOPSPerCore() * rate
 }

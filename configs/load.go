@@ -24,6 +24,11 @@ type LoadOptions struct {
 	// Sets are "dotted.path=value" overrides applied after the file, the way
 	// sweeps address fields (hardware.core.sbuf.partition_kib=384).
 	Sets []string
+	// Generated, when not empty, says the document was written by a
+	// program, not a person (the run config trnsim builds around a bare
+	// assembly file): errors name the file without a line, and the fields
+	// it sets have Generated as their source note.
+	Generated string
 }
 
 // Load reads, resolves and validates a run config file.
@@ -76,6 +81,11 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 		if r := recover(); r != nil {
 			cfg, err = nil, &Error{File: file, Msg: fmt.Sprintf("cannot parse: %v", r)}
 		}
+		// An error about a --set value quotes the argument.
+		var ce *Error
+		if errors.As(err, &ce) && ce.File == SetFile && ce.Set == "" {
+			ce.Set = findSet(opts.Sets, ce.Path)
+		}
 	}()
 	root, err := parseYAML(data, file)
 	if err != nil {
@@ -85,6 +95,7 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 		root = &yaml.Node{Kind: yaml.MappingNode, Line: 1, Column: 1}
 	}
 	d := newDecoder(file)
+	d.generated = opts.Generated
 	sections := map[string]*yaml.Node{}
 	pairs, err := d.mappingPairs(root, "")
 	if err != nil {
@@ -100,11 +111,11 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	if err != nil {
 		return nil, err
 	}
-	cfg = &RunConfig{File: file, Sources: map[string]Source{}}
+	cfg = &RunConfig{File: file, Sources: map[string]Source{}, sets: opts.Sets}
 
 	// Hardware: the preset, then the file, then --set overrides.
 	hwNode := sections["hardware"]
-	setDec := newDecoder("--set")
+	setDec := newDecoder(SetFile)
 	preset := ""
 	var presetNode *yaml.Node // where the preset was named
 	var presetDec *decoder    // and by which layer
@@ -163,13 +174,19 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	cfg.Hardware.Preset = preset
 	for _, l := range layers {
 		if p := childOf(childOf(l.root, "hardware"), "preset"); p != nil {
-			cfg.Sources["hardware.preset"] = Source{File: l.dec.file, Line: p.Line, Col: p.Column, Note: "run config"}
+			src := l.dec.source(p)
+			if src.Note == "" {
+				src.Note = "run config"
+			}
+			cfg.Sources["hardware.preset"] = src
 		}
 	}
 	for _, l := range layers {
 		for k, v := range l.dec.set {
 			if strings.HasPrefix(k, "hardware.") && k != "hardware.preset" {
-				v.Note = "override"
+				if v.Note == "" {
+					v.Note = "override"
+				}
 				cfg.Sources[k] = v
 			}
 		}
@@ -258,12 +275,12 @@ func parseSets(sets []string) (*yaml.Node, error) {
 	for _, s := range sets {
 		eq := strings.IndexByte(s, '=')
 		if eq <= 0 {
-			return nil, &Error{File: "--set", Msg: fmt.Sprintf("%q: expected dotted.path=value", s)}
+			return nil, &Error{File: SetFile, Set: s, Msg: "expected dotted.path=value"}
 		}
 		path, val := strings.TrimSpace(s[:eq]), strings.TrimSpace(s[eq+1:])
 		keys := strings.Split(path, ".")
 		if !contains(sectionNames, keys[0]) {
-			return nil, &Error{File: "--set", Path: path, Msg: fmt.Sprintf("unknown section %q (sections: %s)", keys[0], strings.Join(sectionNames, ", "))}
+			return nil, &Error{File: SetFile, Set: s, Path: path, Msg: fmt.Sprintf("unknown section %q (sections: %s)", keys[0], strings.Join(sectionNames, ", "))}
 		}
 		var vn yaml.Node
 		if err := yaml.Unmarshal([]byte(val), &vn); err != nil || len(vn.Content) == 0 {
@@ -274,12 +291,12 @@ func parseSets(sets []string) (*yaml.Node, error) {
 		cur := root
 		for i, k := range keys {
 			if k == "" {
-				return nil, &Error{File: "--set", Path: path, Msg: "empty path element"}
+				return nil, &Error{File: SetFile, Set: s, Path: path, Msg: "empty path element"}
 			}
 			next := childOf(cur, k)
 			if i == len(keys)-1 {
 				if next != nil {
-					return nil, &Error{File: "--set", Path: path, Msg: "given twice"}
+					return nil, &Error{File: SetFile, Set: s, Path: path, Msg: "given twice"}
 				}
 				cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, leaf)
 				break
@@ -289,7 +306,7 @@ func parseSets(sets []string) (*yaml.Node, error) {
 				cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, next)
 			}
 			if next.Kind != yaml.MappingNode {
-				return nil, &Error{File: "--set", Path: path, Msg: "conflicts with another --set"}
+				return nil, &Error{File: SetFile, Set: s, Path: path, Msg: "conflicts with another --set"}
 			}
 			cur = next
 		}
@@ -297,12 +314,41 @@ func parseSets(sets []string) (*yaml.Node, error) {
 	return root, nil
 }
 
+// findSet returns the --set argument that set path: the one naming path
+// itself, else one naming a section that holds path, else one inside path
+// (trimmed, as "dotted.path=value"), or "".
+func findSet(sets []string, path string) string {
+	type set struct{ path, text string }
+	var all []set
+	for _, s := range sets {
+		if eq := strings.IndexByte(s, '='); eq > 0 {
+			p := strings.TrimSpace(s[:eq])
+			all = append(all, set{p, p + "=" + strings.TrimSpace(s[eq+1:])})
+		}
+	}
+	for _, match := range []func(p string) bool{
+		func(p string) bool { return p == path },
+		func(p string) bool { return strings.HasPrefix(path, p+".") },
+		func(p string) bool { return strings.HasPrefix(p, path+".") },
+	} {
+		for _, s := range all {
+			if match(s.path) {
+				return s.text
+			}
+		}
+	}
+	return ""
+}
+
 // errAtPath builds an Error for a resolved field, pointing at the file and
-// line that set it, or at the preset.
+// line that set it, at the --set that set it, or at the preset.
 func (c *RunConfig) errAtPath(path, format string, args ...any) error {
 	e := &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
 	if s, ok := c.Sources[path]; ok {
 		e.File, e.Line, e.Col = s.File, s.Line, s.Col
+		if s.File == SetFile {
+			e.Set = findSet(c.sets, path)
+		}
 	} else {
 		e.File = c.File
 		if e.File == "" {
@@ -330,6 +376,16 @@ func PresetNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// IsPreset reports whether name is an embedded hardware preset.
+func IsPreset(name string) bool {
+	for _, p := range PresetNames() {
+		if p == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Preset returns a preset's hardware and the source of every field.

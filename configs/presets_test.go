@@ -378,7 +378,7 @@ func TestDefaultConfig(t *testing.T) {
 
 	_, err = configs.LoadDefault(configs.LoadOptions{Sets: []string{"workload.gemm.m=-1"}})
 	require.Error(t, err)
-	assert.Equal(t, "--set: workload.gemm.m: must be greater than 0, got -1", err.Error())
+	assert.Equal(t, "--set workload.gemm.m=-1: must be greater than 0, got -1", err.Error())
 }
 
 func TestLoadFromFile(t *testing.T) {

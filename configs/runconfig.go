@@ -2,6 +2,7 @@ package configs
 
 import (
 	"reflect"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -25,6 +26,8 @@ type RunConfig struct {
 	Cost  *isa.CostModel `yaml:"-"`
 	// Sources maps every resolved dotted path to where its value came from.
 	Sources map[string]Source `yaml:"-"`
+	// sets are the --set arguments, quoted by errors about their values.
+	sets []string
 }
 
 // Workload says what to simulate. Kind selects one of the sections.
@@ -141,3 +144,24 @@ func (p *Parallel) decodeNode(d *decoder, n *yaml.Node, path string) error {
 }
 
 func reflectValue(ptr any) reflect.Value { return reflect.ValueOf(ptr).Elem() }
+
+// SetArgs returns the --set arguments whose path is prefix or lies under
+// it, as "path=value" with the path relative to prefix, in the order they
+// were given (for reports that say what a --set changed).
+func (c *RunConfig) SetArgs(prefix string) []string {
+	var out []string
+	for _, s := range c.sets {
+		eq := strings.IndexByte(s, '=')
+		if eq <= 0 {
+			continue
+		}
+		p, v := strings.TrimSpace(s[:eq]), strings.TrimSpace(s[eq+1:])
+		switch {
+		case p == prefix:
+			out = append(out, p[strings.LastIndexByte(p, '.')+1:]+"="+v)
+		case strings.HasPrefix(p, prefix+"."):
+			out = append(out, strings.TrimPrefix(p, prefix+".")+"="+v)
+		}
+	}
+	return out
+}

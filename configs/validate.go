@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -61,7 +62,10 @@ func (c *RunConfig) validateHardware() error {
 		{co.DMA.QueuesPerEngine > 64, "hardware.core.dma.queues_per_engine", fmt.Sprintf("more than 64 queues per engine is not supported, got %d", co.DMA.QueuesPerEngine)},
 		{co.SBUF.Partitions > 4096, "hardware.core.sbuf.partitions", "more than 4096 partitions is not supported"},
 		// (Each factor is bounded first, so the product cannot overflow.)
-		{h.Chips > 1<<16 || h.Chip.Cores > 1<<16 || h.Chips*h.Chip.Cores > 1<<16, "hardware.chips", "more than 65536 cores in total is not supported"},
+		{h.Chips > 1<<16, "hardware.chips", fmt.Sprintf("more than 65536 chips is not supported, got %d", h.Chips)},
+		{h.Chip.Cores > 1<<16, "hardware.chip.cores", fmt.Sprintf("more than 65536 cores per chip is not supported, got %d", h.Chip.Cores)},
+		{h.Chips*h.Chip.Cores > 1<<16, c.userSetOf("hardware.chip.cores", "hardware.chips"),
+			fmt.Sprintf("%d chips x %d cores = %d cores in total; more than 65536 is not supported", h.Chips, h.Chip.Cores, h.Chips*h.Chip.Cores)},
 	}
 	for _, r := range rules {
 		if r.bad {
@@ -69,6 +73,34 @@ func (c *RunConfig) validateHardware() error {
 		}
 	}
 	return nil
+}
+
+// setUnder returns the first field at or under path (in path order) that a
+// --set gave, or "".
+func (c *RunConfig) setUnder(path string) string {
+	var found []string
+	for p, s := range c.Sources {
+		if s.File == SetFile && (p == path || strings.HasPrefix(p, path+".")) {
+			found = append(found, p)
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	sort.Strings(found)
+	return found[0]
+}
+
+// userSetOf returns the first of paths whose value the user set (in the
+// run config or by --set) rather than a preset, else the last one: a rule
+// between fields is blamed on the field the user changed.
+func (c *RunConfig) userSetOf(paths ...string) string {
+	for _, p := range paths {
+		if s, ok := c.Sources[p]; ok && !strings.HasPrefix(s.File, "preset ") {
+			return p
+		}
+	}
+	return paths[len(paths)-1]
 }
 
 // unaryOps and binaryOps are the elementwise ops a workload may name.
@@ -90,9 +122,15 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 		return c.errAtPath("workload.kind", "unsupported workload kind %q (kinds: %s)", w.Kind, strings.Join(WorkloadKinds, ", "))
 	}
 	present := map[string]bool{"gemm": w.GEMM != nil, "elementwise": w.Elementwise != nil, "assembly": w.Assembly != nil}
-	for k, p := range present {
-		if p && k != w.Kind {
-			return c.errAtPath("workload.kind", "workload.%s is given but kind is %q", k, w.Kind)
+	for _, k := range WorkloadKinds {
+		if present[k] && k != w.Kind {
+			// Blame whichever of the two a --set gave (the kind of an
+			// assembly run is implied, not written by the user).
+			at := "workload.kind"
+			if p := c.setUnder("workload." + k); p != "" {
+				at = p
+			}
+			return c.errAtPath(at, "workload.%s is given but kind is %q", k, w.Kind)
 		}
 	}
 	if !present[w.Kind] {

@@ -22,8 +22,11 @@ type Stats struct {
 	// FirstStart and LastEnd bound the engine's activity (LastEnd includes
 	// completion latency).
 	FirstStart, LastEnd clock.Time
-	// FLOPs counts TensorE multiply-accumulates x 2.
-	FLOPs float64
+	// FLOPs counts TensorE multiply-accumulates x 2; MatmulFLOPs splits
+	// them by class (the moving tile's dtype and the performance mode), the
+	// two things a matmul's peak rate depends on.
+	FLOPs       float64
+	MatmulFLOPs [NumMatmulClasses]float64
 	// OpCounts counts instructions per opcode.
 	OpCounts [isa.NumOpcodes]int64
 }

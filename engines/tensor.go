@@ -68,6 +68,9 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 			ts.statUsed, ts.firstUse = true, start
 		}
 		s.Stats.FLOPs += s.curDec.FLOPs
+		if in.Op == isa.OpMultiplyMoving {
+			s.Stats.MatmulFLOPs[ClassOf(in.Ins[0].AP.DType, in.Attrs.PerfMode)] += s.curDec.FLOPs
+		}
 	default:
 		// Sequencer-only instructions (DMA triggers, semaphores, nop).
 		start = s.clk.Edge(t)
@@ -83,6 +86,52 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 	}
 	s.freeAt = next
 	return start, interval, latency, next, powerExtra, why, pathReadyOut
+}
+
+// MatmulClass is a class of TensorE matmuls with one peak rate: the moving
+// tile's dtype and the performance mode (0 normal, 2 FP8 double row, 4 MX
+// quad).
+type MatmulClass uint8
+
+const (
+	classDTypes  = 16 // room for every isa.DType
+	classModes   = 3  // perf 0, 2, 4
+	classUnknown = classDTypes*classModes - 1
+)
+
+// NumMatmulClasses is the size of Stats.MatmulFLOPs.
+const NumMatmulClasses = classDTypes * classModes
+
+// ClassOf returns the class of a matmul with moving dtype dt in mode perf.
+// A dtype or mode out of range lands in the last class, whose PerfMode is
+// 255, so that a report cannot mistake it for a real mode.
+func ClassOf(dt isa.DType, perf uint8) MatmulClass {
+	m := 0
+	switch perf {
+	case 0:
+	case 2:
+		m = 1
+	case 4:
+		m = 2
+	default:
+		return classUnknown
+	}
+	if int(dt) >= classDTypes-1 {
+		return classUnknown
+	}
+	return MatmulClass(int(dt)*classModes + m)
+}
+
+// DType returns the class's moving dtype.
+func (c MatmulClass) DType() isa.DType { return isa.DType(int(c) / classModes) }
+
+// PerfMode returns the class's performance mode (255 for the class of
+// out-of-range values).
+func (c MatmulClass) PerfMode() uint8 {
+	if c == classUnknown {
+		return 255
+	}
+	return [...]uint8{0, 2, 4}[int(c)%classModes]
 }
 
 // PowerParams configure TensorE's dI/dt throttle (reference §2.2, S13).

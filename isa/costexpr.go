@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Cost formulas are small arithmetic expressions over per-instruction
@@ -101,9 +102,9 @@ func (p *exprParser) next() {
 		p.tok, p.text = tokEOF, "end of expression"
 		return
 	}
-	c := rune(p.src[p.pos])
+	c, size := utf8.DecodeRuneInString(p.src[p.pos:])
 	switch {
-	case unicode.IsDigit(c) || c == '.':
+	case (c >= '0' && c <= '9') || c == '.':
 		j := p.pos
 		for j < len(p.src) && (unicode.IsDigit(rune(p.src[j])) || p.src[j] == '.' || p.src[j] == 'e') {
 			j++
@@ -116,13 +117,17 @@ func (p *exprParser) next() {
 		p.tok, p.num, p.pos = tokNum, v, j
 	case unicode.IsLetter(c) || c == '_':
 		j := p.pos
-		for j < len(p.src) && (unicode.IsLetter(rune(p.src[j])) || unicode.IsDigit(rune(p.src[j])) || p.src[j] == '_') {
-			j++
+		for j < len(p.src) {
+			r, n := utf8.DecodeRuneInString(p.src[j:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' {
+				break
+			}
+			j += n
 		}
 		p.tok, p.text, p.pos = tokIdent, p.src[p.pos:j], j
 	default:
 		p.tok, p.text = tokOp, string(c)
-		p.pos++
+		p.pos += size
 	}
 }
 

@@ -195,11 +195,8 @@ func (l *Limits) checkBody(in *Instruction) error {
 		if st.Mem != MemSBUF {
 			return l.fail(in, "load_stationary reads SBUF, not %s", st.Mem)
 		}
-		if in.Attrs.PerfMode == 2 && !l.FP8DoubleRow {
-			return l.fail(in, "FP8 double-row mode (perf=2) needs NeuronCore-v3 or later")
-		}
-		if in.Attrs.PerfMode == 4 && !l.MXQuad {
-			return l.fail(in, "MX quad mode (perf=4) needs NeuronCore-v4")
+		if err := l.checkPerfMode(in, st); err != nil {
+			return err
 		}
 		if int(st.PartCount) > l.ArrayRows {
 			return l.fail(in, "stationary tile has %d partitions; the PE array has %d rows", st.PartCount, l.ArrayRows)
@@ -214,6 +211,9 @@ func (l *Limits) checkBody(in *Instruction) error {
 		}
 		if dst.Mem != MemPSUM {
 			return l.fail(in, "multiply_moving writes PSUM, not %s", dst.Mem)
+		}
+		if err := l.checkPerfMode(in, mv); err != nil {
+			return err
 		}
 		if int(mv.PartCount) > l.ArrayRows {
 			return l.fail(in, "moving tile has %d partitions; the PE array has %d rows", mv.PartCount, l.ArrayRows)
@@ -288,6 +288,28 @@ func (l *Limits) checkBody(in *Instruction) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkPerfMode checks a TensorE performance mode against the hardware and
+// the tile's dtype (reference §2.2): double row takes fp8e4/fp8e5 (FP8_E3
+// runs at the BF16 rate), and MX quad needs MX dtypes, which the ISA does
+// not have yet.
+func (l *Limits) checkPerfMode(in *Instruction, ap *AccessPattern) error {
+	switch in.Attrs.PerfMode {
+	case 2:
+		if !l.FP8DoubleRow {
+			return l.fail(in, "FP8 double-row mode (perf=2) is NeuronCore-v3 only (this hardware has no fp8_double_row)")
+		}
+		if ap.DType != FP8E4 && ap.DType != FP8E5 {
+			return l.fail(in, "FP8 double-row mode (perf=2) takes fp8e4 or fp8e5 tiles, not %s (fp8e3 runs at the BF16 rate: perf=0)", ap.DType)
+		}
+	case 4:
+		if !l.MXQuad {
+			return l.fail(in, "MX quad mode (perf=4) needs NeuronCore-v4")
+		}
+		return l.fail(in, "MX quad mode (perf=4) needs MX tiles (MXFP8/MXFP4 with scales), which trnsim's ISA does not have yet")
 	}
 	return nil
 }

@@ -232,13 +232,24 @@ func TestLimitsCheck(t *testing.T) {
 		}, "stationary free size 257 exceeds 256 (the PE array's 128 columns)"},
 		{"fp8 double row on trn1", trn1Limits(), func(t *testing.T) *Instruction {
 			return one(EngineTensor, OpLoadStationary, Attrs{PerfMode: 2}, nil, sbufB(FP8E4, 128, 128).v(t))
-		}, "FP8 double-row mode (perf=2) needs NeuronCore-v3 or later"},
+		}, "FP8 double-row mode (perf=2) is NeuronCore-v3 only (this hardware has no fp8_double_row)"},
+		{"fp8 double row on bf16 tiles", trn2Limits(), func(t *testing.T) *Instruction {
+			return one(EngineTensor, OpLoadStationary, Attrs{PerfMode: 2}, nil, sbufB(BF16, 128, 128).v(t))
+		}, "FP8 double-row mode (perf=2) takes fp8e4 or fp8e5 tiles, not bf16 (fp8e3 runs at the BF16 rate: perf=0)"},
+		{"fp8e3 has no double row", trn2Limits(), func(t *testing.T) *Instruction {
+			return one(EngineTensor, OpLoadStationary, Attrs{PerfMode: 2}, nil, sbufB(FP8E3, 128, 128).v(t))
+		}, "FP8 double-row mode (perf=2) takes fp8e4 or fp8e5 tiles, not fp8e3 (fp8e3 runs at the BF16 rate: perf=0)"},
+		{"double-row multiply on bf16", trn2Limits(), func(t *testing.T) *Instruction {
+			in := matmul(psumB(FP32, 128, 512).v(t), sbufB(BF16, 128, 512).v(t))
+			in.Attrs.PerfMode = 2
+			return in
+		}, "FP8 double-row mode (perf=2) takes fp8e4 or fp8e5 tiles, not bf16 (fp8e3 runs at the BF16 rate: perf=0)"},
 		{"mx quad on trn2", trn2Limits(), func(t *testing.T) *Instruction {
 			return one(EngineTensor, OpLoadStationary, Attrs{PerfMode: 4}, nil, sbufB(FP8E4, 128, 128).v(t))
 		}, "MX quad mode (perf=4) needs NeuronCore-v4"},
-		{"mx quad on trn3", trn3Limits(), func(t *testing.T) *Instruction {
+		{"mx quad on trn3 without MX dtypes", trn3Limits(), func(t *testing.T) *Instruction {
 			return one(EngineTensor, OpLoadStationary, Attrs{PerfMode: 4}, nil, sbufB(FP8E4, 128, 512).v(t))
-		}, ""},
+		}, "MX quad mode (perf=4) needs MX tiles (MXFP8/MXFP4 with scales), which trnsim's ISA does not have yet"},
 		{"stationary from psum", trn2Limits(), func(t *testing.T) *Instruction {
 			return one(EngineTensor, OpLoadStationary, Attrs{}, nil, psumB(BF16, 128, 128).v(t))
 		}, "load_stationary reads SBUF, not psum"},

@@ -4,12 +4,15 @@
 package report
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/trnsim/trnsim/chip"
@@ -33,21 +36,30 @@ type Report struct {
 	Hardware      string `json:"hardware"`
 	Workload      string `json:"workload"`
 	WorkloadKind  string `json:"workload_kind"`
+	// WorkloadShape is the workload's shape in elements, named as in the
+	// config (gemm: m, k, n; elementwise: rows, cols; null for assembly);
+	// WorkloadDType its input dtype ("" for assembly, whose kernel declares
+	// its own).
+	WorkloadShape Shape  `json:"workload_shape"`
+	WorkloadDType string `json:"workload_dtype"`
 
-	SimulatedTimeS      float64 `json:"simulated_time_s"`
-	HostTimeS           float64 `json:"host_time_s"`
-	Instructions        int64   `json:"instructions"`
-	Events              int64   `json:"events"`
-	InstructionsPerSec  float64 `json:"instructions_per_host_s"`
-	EventsPerSec        float64 `json:"events_per_host_s"`
-	FLOPs               float64 `json:"flops"`
-	UsefulFLOPs         float64 `json:"useful_flops"`
-	TFLOPS              float64 `json:"tflops"`
-	PeakTFLOPS          float64 `json:"peak_tflops"`
-	PeakPct             float64 `json:"peak_pct"`
-	PeakFormula         string  `json:"peak_formula"`
-	CoresUsed           int     `json:"cores_used"`
-	DMAComputeOverlapPc float64 `json:"dma_compute_overlap_pct"`
+	SimulatedTimeS     float64 `json:"simulated_time_s"`
+	HostTimeS          float64 `json:"host_time_s"`
+	Instructions       int64   `json:"instructions"`
+	Events             int64   `json:"events"`
+	InstructionsPerSec float64 `json:"instructions_per_host_s"`
+	EventsPerSec       float64 `json:"events_per_host_s"`
+	FLOPs              float64 `json:"flops"`
+	UsefulFLOPs        float64 `json:"useful_flops"`
+	TFLOPS             float64 `json:"tflops"`
+	PeakTFLOPS         float64 `json:"peak_tflops"`
+	PeakPct            float64 `json:"peak_pct"`
+	PeakFormula        string  `json:"peak_formula"`
+	// PeakClasses are the matmul classes the run did, with their peaks:
+	// PeakPct is their time at peak over the simulated time x cores.
+	PeakClasses         []PeakClass `json:"peak_classes"`
+	CoresUsed           int         `json:"cores_used"`
+	DMAComputeOverlapPc float64     `json:"dma_compute_overlap_pct"`
 
 	Engines map[string]EngineReport `json:"engines"`
 	DMA     DMAReport               `json:"dma"`
@@ -63,10 +75,97 @@ type Report struct {
 // EngineReport are one engine's figures (averaged over cores at the top
 // level, per core under chips).
 type EngineReport struct {
-	Instructions int64              `json:"instructions"`
-	BusyS        float64            `json:"busy_s"`
-	BusyPct      float64            `json:"busy_pct"`
-	StallS       map[string]float64 `json:"stall_s"`
+	Instructions int64 `json:"instructions"`
+	// BusyS is the union of the engine's issue intervals: time waiting for
+	// a semaphore is not busy (Neuron Explorer's "active time" is defined
+	// the same way).
+	BusyS   float64 `json:"busy_s"`
+	BusyPct float64 `json:"busy_pct"`
+	// IdleS is the time the engine had no instruction left: after its last
+	// instruction completed, or the whole run for an engine without any.
+	IdleS   float64 `json:"idle_s"`
+	IdlePct float64 `json:"idle_pct"`
+	// StallS is the time the engine had an instruction it could not start,
+	// by cause (a semaphore, a port, a full DMA queue, ...), including a
+	// wait before its first instruction.
+	StallS map[string]float64 `json:"stall_s"`
+}
+
+// PeakClass is one class of matmuls a run did (moving dtype and TensorE
+// performance mode) with its peak rate.
+type PeakClass struct {
+	DType string `json:"dtype"`
+	// PerfMode is 0 (normal), 2 (FP8 double row) or 4 (MX quad); Mode names
+	// it: normal, double_row, mx_quad.
+	PerfMode int     `json:"perf_mode"`
+	Mode     string  `json:"mode"`
+	FLOPs    float64 `json:"flops"`
+	// Rate is the class's throughput relative to BF16, and
+	// PeakTFLOPSPerCore one core's peak for it.
+	Rate              float64 `json:"rate_x_bf16"`
+	PeakTFLOPSPerCore float64 `json:"peak_tflops_per_core"`
+	// TimeAtPeakS is the core-seconds these FLOPs take at that peak.
+	TimeAtPeakS float64 `json:"time_at_peak_s"`
+}
+
+// Shape is a workload shape, written to JSON as an object whose keys keep
+// the shape's order ({"m": 2048, "k": 4096, "n": 4096}).
+type Shape []workloads.Dim
+
+// MarshalJSON writes the shape as an ordered object (null when empty).
+func (s Shape) MarshalJSON() ([]byte, error) {
+	if len(s) == 0 {
+		return []byte("null"), nil
+	}
+	var b []byte
+	b = append(b, '{')
+	for i, d := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(d.Name)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, k...)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, d.Size, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads an object written by MarshalJSON, in its order.
+func (s *Shape) UnmarshalJSON(data []byte) error {
+	*s = nil
+	if string(data) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("workload_shape: expected an object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		var size int64
+		if err := dec.Decode(&size); err != nil {
+			return fmt.Errorf("workload_shape.%s: %v", name, err)
+		}
+		*s = append(*s, workloads.Dim{Name: name, Size: size})
+	}
+	return nil
+}
+
+// String prints the shape as "m=2048 k=4096 n=4096".
+func (s Shape) String() string {
+	var parts []string
+	for _, d := range s {
+		parts = append(parts, fmt.Sprintf("%s=%d", d.Name, d.Size))
+	}
+	return strings.Join(parts, " ")
 }
 
 // DMAReport are the DMA figures.
@@ -155,15 +254,63 @@ func pct(a, b float64) float64 {
 	return 100 * a / b
 }
 
-// Build assembles the report of a run.
-func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, version string) *Report {
+// workloadName is the name the report gives the workload: the config's
+// workload.name, else one made from the resolved shape (the lowering's
+// Info.Name). A name the config file gives is kept when --set changes the
+// workload's own fields, with those --set values after it ("bf16-gemm-4k
+// with m=8192"), so the name never describes a shape that was not run.
+func workloadName(cfg *configs.RunConfig, info *workloads.Info) string {
+	name := info.Name
+	if cfg.Workload.Name == "" || name != cfg.Workload.Name {
+		return name
+	}
+	if src, ok := cfg.Sources["workload.name"]; ok && src.File == configs.SetFile {
+		return name
+	}
+	if sets := cfg.SetArgs("workload." + cfg.Workload.Kind); len(sets) > 0 {
+		name += " with " + strings.Join(sets, " ")
+	}
+	return name
+}
+
+// modeName names a TensorE performance mode.
+func modeName(perf uint8) string {
+	switch perf {
+	case 0:
+		return "normal"
+	case 2:
+		return "double_row"
+	case 4:
+		return "mx_quad"
+	}
+	return fmt.Sprintf("mode_%d", perf)
+}
+
+// className prints a matmul class for people: "bf16", "fp8e4 double row".
+func className(dt isa.DType, perf uint8) string {
+	if perf == 0 {
+		return dt.String()
+	}
+	return dt.String() + " " + strings.ReplaceAll(modeName(perf), "_", " ") + fmt.Sprintf(" (perf=%d)", perf)
+}
+
+// Build assembles the report of a run. It fails, with an internal error
+// naming what exceeded, if any utilisation it reports is above 100%: the
+// simulator never does more than the hardware can, so such a figure is a
+// bug (or a cost-table override that makes an instruction faster than the
+// hardware's peak), and it is reported rather than clamped.
+func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, version string) (*Report, error) {
 	h := &cfg.Hardware
 	sim := res.SimTime.Seconds()
 	r := &Report{SchemaVersion: SchemaVersion, Trnsim: version, ConfigHash: ConfigHash(cfg), Config: cfg.File,
-		Hardware: h.Name, Workload: info.Name, WorkloadKind: info.Kind,
+		Hardware: h.Name, Workload: workloadName(cfg, info), WorkloadKind: info.Kind,
 		SimulatedTimeS: sim, HostTimeS: res.HostTime.Seconds(), Instructions: res.Instructions, Events: res.Events,
 		UsefulFLOPs: info.FLOPs, DMAComputeOverlapPc: res.DMAComputeOverlapPct,
 		Engines: map[string]EngineReport{}}
+	if info.Kind != "assembly" {
+		r.WorkloadDType = info.DType.String()
+		r.WorkloadShape = Shape(info.Shape)
+	}
 	if r.HostTimeS > 0 {
 		r.InstructionsPerSec = float64(res.Instructions) / r.HostTimeS
 		r.EventsPerSec = float64(res.Events) / r.HostTimeS
@@ -171,22 +318,39 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	if r.Config == "" {
 		r.Config = configs.DefaultConfigName
 	}
+	base := h.PeakBaseFLOPSPerCore()
 	sbufCap, psumCap := h.SBUFBytesPerPartition(), h.PSUMBytesPerPartition()
 	cores := 0
 	var stalls []StallReport
 	sums := map[isa.Engine]*EngineReport{}
 	var dmaActive float64
 	var dmaEngines int
+	var classFLOPs [engines.NumMatmulClasses]float64
+	var atPeak float64 // core-seconds TensorE needs for every matmul at its class's peak
 	for _, ch := range res.Chips {
 		cr := ChipReport{Chip: ch.Chip, HBMReadBytes: ch.HBMReadBytes, HBMWriteBytes: ch.HBMWriteBytes}
 		r.HBM.ReadBytes += ch.HBMReadBytes
 		r.HBM.WriteBytes += ch.HBMWriteBytes
 		for _, c := range ch.Cores {
 			cores++
+			where := fmt.Sprintf("chip %d core %d", ch.Chip, c.Core)
 			core := CoreReport{Core: c.Core, Engines: map[string]EngineReport{}}
 			for _, e := range c.Engines {
+				if e.Busy > res.SimTime {
+					return nil, fmt.Errorf("internal error: %s %s busy %s is %.1f%% of the simulated time %s, above 100%%",
+						where, e.Engine, e.Busy, pct(e.Busy.Seconds(), sim), res.SimTime)
+				}
 				r.FLOPs += e.FLOPs
-				er := EngineReport{Instructions: e.Instructions, BusyS: e.Busy.Seconds(), BusyPct: pct(e.Busy.Seconds(), sim), StallS: map[string]float64{}}
+				// Idle: no instructions left, after the last one completed
+				// (or all the time, for an engine with none). Waiting for a
+				// semaphore with instructions left, even before the first
+				// one, is a stall.
+				idle := res.SimTime
+				if e.Instructions > 0 {
+					idle = res.SimTime - min(e.LastEnd, res.SimTime)
+				}
+				er := EngineReport{Instructions: e.Instructions, BusyS: e.Busy.Seconds(), BusyPct: pct(e.Busy.Seconds(), sim),
+					IdleS: idle.Seconds(), IdlePct: pct(idle.Seconds(), sim), StallS: map[string]float64{}}
 				for cause := engines.StallCause(0); cause < engines.NumStallCauses; cause++ {
 					if d := e.Stall[cause]; d > 0 {
 						er.StallS[cause.String()] = d.Seconds()
@@ -194,6 +358,28 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 							TimeS: d.Seconds(), Pct: pct(d.Seconds(), sim)})
 					}
 				}
+				var coreAtPeak float64
+				for cl, f := range e.MatmulFLOPs {
+					if f == 0 {
+						continue
+					}
+					class := engines.MatmulClass(cl)
+					rate, ok := h.MatmulRate(class.DType(), class.PerfMode())
+					if !ok {
+						return nil, fmt.Errorf("internal error: %s TensorE ran %s matmuls, which have no peak rate on %s (the instruction checks should have rejected them)",
+							where, className(class.DType(), class.PerfMode()), h.Name)
+					}
+					classFLOPs[cl] += f
+					coreAtPeak += f / (base * rate)
+				}
+				// Matmuls only run while TensorE is busy, so at their peaks
+				// they need at most its busy time.
+				if coreAtPeak > e.Busy.Seconds()*(1+1e-9) {
+					t := &h.Core.Tensor
+					return nil, fmt.Errorf("internal error: %s TensorE did %s in %s busy, %.1f%% of what the peak %dx%d PE x 2 FLOP x %g GHz x %s allows: that mode costs less than its peak rate (a hardware.costs override can do this; otherwise it is a trnsim bug)",
+						where, classList(h, e.MatmulFLOPs[:]), e.Busy, 100*coreAtPeak/e.Busy.Seconds(), t.ArrayRows, t.ArrayCols, t.ClockGHz, classFormula(h, e.MatmulFLOPs[:]))
+				}
+				atPeak += coreAtPeak
 				core.Engines[e.Engine.String()] = er
 				s := sums[e.Engine]
 				if s == nil {
@@ -202,13 +388,18 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 				}
 				s.Instructions += er.Instructions
 				s.BusyS += er.BusyS
+				s.IdleS += er.IdleS
 				for k, v := range er.StallS {
 					s.StallS[k] += v
 				}
 			}
 			d := c.DMA
 			core.DMA = CoreDMAReport{Transfers: d.Transfers, Bytes: d.Bytes, QueueTransfers: d.QueueTransfers}
-			for _, es := range d.Engines {
+			for i, es := range d.Engines {
+				if es.Active > res.SimTime {
+					return nil, fmt.Errorf("internal error: %s DMA engine %d active %s is %.1f%% of the simulated time %s, above 100%%",
+						where, i, es.Active, pct(es.Active.Seconds(), sim), res.SimTime)
+				}
 				core.DMA.EngineActiveS = append(core.DMA.EngineActiveS, es.Active.Seconds())
 				first, last := 0.0, 0.0
 				if es.Shares > 0 {
@@ -223,6 +414,15 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 			r.DMA.Bytes += d.Bytes
 			core.SBUF = MemReport{PeakBytesPerPartition: c.PeakSBUFBytes, CapacityBytes: sbufCap, PeakPct: pct(float64(c.PeakSBUFBytes), float64(sbufCap))}
 			core.PSUM = MemReport{PeakBytesPerPartition: c.PeakPSUMBytes, CapacityBytes: psumCap, PeakPct: pct(float64(c.PeakPSUMBytes), float64(psumCap))}
+			for _, m := range []struct {
+				name string
+				mr   MemReport
+			}{{"SBUF", core.SBUF}, {"PSUM", core.PSUM}} {
+				if m.mr.PeakBytesPerPartition > m.mr.CapacityBytes {
+					return nil, fmt.Errorf("internal error: %s %s peak %d bytes per partition is %.1f%% of its %d, above 100%%",
+						where, m.name, m.mr.PeakBytesPerPartition, m.mr.PeakPct, m.mr.CapacityBytes)
+				}
+			}
 			if c.PeakSBUFBytes > r.SBUF.PeakBytesPerPartition {
 				r.SBUF = core.SBUF
 			}
@@ -237,17 +437,19 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 		r.SBUF.CapacityBytes, r.PSUM.CapacityBytes = sbufCap, psumCap
 	}
 	r.CoresUsed = max(cores, 1)
+	n := float64(r.CoresUsed)
 	for _, e := range isa.AllEngines() {
 		s := sums[e]
 		if s == nil {
-			s = &EngineReport{StallS: map[string]float64{}}
+			s = &EngineReport{StallS: map[string]float64{}, IdleS: sim * n}
 		}
-		n := float64(r.CoresUsed)
 		for k := range s.StallS {
 			s.StallS[k] /= n
 		}
 		s.BusyS /= n
+		s.IdleS /= n
 		s.BusyPct = pct(s.BusyS, sim)
+		s.IdlePct = pct(s.IdleS, sim)
 		r.Engines[e.String()] = *s
 	}
 	if sim > 0 {
@@ -257,12 +459,37 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	if dmaEngines > 0 {
 		r.DMA.ActivePct = pct(dmaActive/float64(dmaEngines), sim)
 	}
-	peakCore := h.PeakFLOPSPerCore(info.DType)
-	r.PeakTFLOPS = peakCore * float64(r.CoresUsed) / 1e12
-	r.PeakPct = pct(r.TFLOPS, r.PeakTFLOPS)
-	factor := peakCore / (float64(h.Core.Tensor.ArrayRows) * float64(h.Core.Tensor.ArrayCols) * 2 * h.Core.Tensor.ClockGHz * 1e9)
-	r.PeakFormula = fmt.Sprintf("%dx%d PE x 2 FLOP x %g GHz x %g (%s) x %d core(s) = %.2f TFLOPS",
-		h.Core.Tensor.ArrayRows, h.Core.Tensor.ArrayCols, h.Core.Tensor.ClockGHz, factor, info.DType, r.CoresUsed, r.PeakTFLOPS)
+
+	// The peak follows each matmul's dtype and mode: the time TensorE needs
+	// for all of them at their own peaks, against the time it had.
+	t := &h.Core.Tensor
+	arith := fmt.Sprintf("%dx%d PE x 2 FLOP x %g GHz", t.ArrayRows, t.ArrayCols, t.ClockGHz)
+	for cl, f := range classFLOPs {
+		if f == 0 {
+			continue
+		}
+		class := engines.MatmulClass(cl)
+		rate, _ := h.MatmulRate(class.DType(), class.PerfMode())
+		r.PeakClasses = append(r.PeakClasses, PeakClass{DType: class.DType().String(), PerfMode: int(class.PerfMode()),
+			Mode: modeName(class.PerfMode()), FLOPs: f, Rate: rate, PeakTFLOPSPerCore: base * rate / 1e12, TimeAtPeakS: f / (base * rate)})
+	}
+	if atPeak > 0 {
+		r.PeakTFLOPS = r.FLOPs / atPeak * n / 1e12
+		r.PeakPct = 100 * atPeak / (sim * n)
+		r.PeakFormula = fmt.Sprintf("%s x %s x %d core(s) = %.2f TFLOPS", arith, classFormula(h, classFLOPs[:]), r.CoresUsed, r.PeakTFLOPS)
+	} else {
+		rate, _ := h.MatmulRate(info.DType, 0)
+		r.PeakTFLOPS = base * rate * n / 1e12
+		r.PeakFormula = fmt.Sprintf("%s x %g (%s) x %d core(s) = %.2f TFLOPS", arith, rate, info.DType, r.CoresUsed, r.PeakTFLOPS)
+	}
+	if r.PeakPct > 100*(1+1e-9) {
+		return nil, fmt.Errorf("internal error: HFU %.1f%% is above 100%%: the matmuls (%s) did more than the peak %s allows in %s",
+			r.PeakPct, classList(h, classFLOPs[:]), r.PeakFormula, res.SimTime)
+	}
+	if r.DMA.ActivePct > 100*(1+1e-9) {
+		return nil, fmt.Errorf("internal error: DMA engines active %.1f%% of the simulated time, above 100%%", r.DMA.ActivePct)
+	}
+
 	sort.SliceStable(stalls, func(i, j int) bool { return stalls[i].TimeS > stalls[j].TimeS })
 	if len(stalls) > 5 {
 		stalls = stalls[:5]
@@ -272,7 +499,68 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 		r.Choices = append(r.Choices, ChoiceReport{Path: c.Path, Value: c.Value, Auto: c.Auto})
 	}
 	r.Notes = info.Notes
-	return r
+	return r, nil
+}
+
+// classFormula is the rate factor of the peak: "2 (fp8e4 double row
+// (perf=2))" for one class, the FLOPs-weighted harmonic combination for
+// several: "1.333 (FLOPs-weighted: 50.0% bf16 at x1, 50.0% fp8e4 double
+// row (perf=2) at x2)".
+func classFormula(h *configs.Hardware, flops []float64) string {
+	var total, atRate1 float64
+	var parts []string
+	for cl, f := range flops {
+		if f == 0 {
+			continue
+		}
+		class := engines.MatmulClass(cl)
+		rate, ok := h.MatmulRate(class.DType(), class.PerfMode())
+		if !ok {
+			continue
+		}
+		total += f
+		atRate1 += f / rate
+		parts = append(parts, fmt.Sprintf("%s at x%g", className(class.DType(), class.PerfMode()), rate))
+	}
+	if total == 0 {
+		return "0"
+	}
+	if len(parts) == 1 {
+		cl := 0
+		for i, f := range flops {
+			if f != 0 {
+				cl = i
+			}
+		}
+		class := engines.MatmulClass(cl)
+		return fmt.Sprintf("%.4g (%s)", total/atRate1, className(class.DType(), class.PerfMode()))
+	}
+	i := 0
+	for cl, f := range flops {
+		if f == 0 {
+			continue
+		}
+		if _, ok := h.MatmulRate(engines.MatmulClass(cl).DType(), engines.MatmulClass(cl).PerfMode()); !ok {
+			continue
+		}
+		parts[i] = fmt.Sprintf("%.1f%% %s", 100*f/total, parts[i])
+		i++
+	}
+	return fmt.Sprintf("%.4g (FLOPs-weighted: %s)", total/atRate1, strings.Join(parts, ", "))
+}
+
+// classList names the matmul classes that ran, with their FLOPs.
+func classList(h *configs.Hardware, flops []float64) string {
+	var parts []string
+	for cl, f := range flops {
+		if f == 0 {
+			continue
+		}
+		class := engines.MatmulClass(cl)
+		rate, _ := h.MatmulRate(class.DType(), class.PerfMode())
+		parts = append(parts, fmt.Sprintf("%.4g FLOPs of %s at x%g", f, className(class.DType(), class.PerfMode()), rate))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -330,14 +618,37 @@ func si(v float64) string {
 func (r *Report) WriteSummary(w io.Writer) {
 	line := func(k, format string, args ...any) { fmt.Fprintf(w, "%-18s %s\n", k, fmt.Sprintf(format, args...)) }
 	fmt.Fprintf(w, "trnsim %s: %s on %s (%d core(s))\n", r.Trnsim, r.Workload, r.Hardware, r.CoresUsed)
+	switch {
+	case len(r.WorkloadShape) > 0:
+		line("workload", "%s %s %s", r.WorkloadKind, r.WorkloadShape, r.WorkloadDType)
+	case r.WorkloadKind == "assembly":
+		var classes []string
+		for _, c := range r.PeakClasses {
+			mode := ""
+			if c.PerfMode != 0 {
+				mode = " " + strings.ReplaceAll(c.Mode, "_", " ")
+			}
+			classes = append(classes, c.DType+mode)
+		}
+		matmuls := ""
+		if len(classes) > 0 {
+			matmuls = ", matmuls in " + strings.Join(classes, " and ")
+		}
+		line("workload", "assembly %s: %s%s", filepath.Base(r.Config), plural(r.Instructions, "instruction"), matmuls)
+	}
 	line("simulated time", "%s", clock.Time(r.SimulatedTimeS*1e15+0.5))
 	line("throughput", "%.2f TFLOPS, %.1f%% of peak (HFU)", r.TFLOPS, r.PeakPct)
 	line("peak", "%s", r.PeakFormula)
-	var busy []string
+	var busy, idle []string
 	for _, e := range isa.AllEngines() {
-		busy = append(busy, fmt.Sprintf("%s %.1f%%", e, r.Engines[e.String()].BusyPct))
+		er := r.Engines[e.String()]
+		busy = append(busy, fmt.Sprintf("%s %.1f%%", e, er.BusyPct))
+		idle = append(idle, fmt.Sprintf("%s %.1f%%", e, er.IdlePct))
 	}
 	line("engine busy", "%s", strings.Join(busy, "  "))
+	line("", "(issuing instructions; semaphore waits are not busy, as in Neuron Explorer's active time)")
+	line("engine idle", "%s", strings.Join(idle, "  "))
+	line("", "(no instruction left: after its last one completed, or none at all)")
 	line("DMA", "%s in %d transfers, %.1f GB/s; engines active %.1f%%; DMA-compute overlap %.1f%%",
 		bytesStr(r.DMA.Bytes), r.DMA.Transfers, r.DMA.BandwidthGBps, r.DMA.ActivePct, r.DMAComputeOverlapPc)
 	line("HBM", "read %s, written %s", bytesStr(r.HBM.ReadBytes), bytesStr(r.HBM.WriteBytes))
@@ -349,7 +660,16 @@ func (r *Report) WriteSummary(w io.Writer) {
 		if i == 0 {
 			k = "top stalls"
 		}
-		line(k, "%-7s %-15s %s (%.1f%%)", s.Engine, s.Cause, clock.Time(s.TimeS*1e15+0.5), s.Pct)
+		where := s.Engine
+		if r.CoresUsed > 1 {
+			where = fmt.Sprintf("%d.%d %s", s.Chip, s.Core, s.Engine)
+		}
+		e := r.coreEngine(s.Chip, s.Core, s.Engine)
+		line(k, "%-7s %-15s %s (%.1f%%)  [busy %.1f%%, %s]",
+			where, s.Cause, clock.Time(s.TimeS*1e15+0.5), s.Pct, e.BusyPct, plural(e.Instructions, "instruction"))
+	}
+	if len(r.Stalls) > 0 {
+		line("", "(waits with instructions left, before the first one too; idle time is not a stall)")
 	}
 	line("SBUF peak", "%s of %s per partition (%.1f%%)", bytesStr(r.SBUF.PeakBytesPerPartition), bytesStr(r.SBUF.CapacityBytes), r.SBUF.PeakPct)
 	line("PSUM peak", "%s of %s per partition (%.1f%%)", bytesStr(r.PSUM.PeakBytesPerPartition), bytesStr(r.PSUM.CapacityBytes), r.PSUM.PeakPct)
@@ -364,4 +684,26 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	line("host", "%.3f s, %sinstructions/s, %sevents/s (%d instructions, %d events)",
 		r.HostTimeS, si(r.InstructionsPerSec), si(r.EventsPerSec), r.Instructions, r.Events)
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// coreEngine returns one core's figures for an engine.
+func (r *Report) coreEngine(chip, core int32, engine string) EngineReport {
+	for _, ch := range r.Chips {
+		if ch.Chip != chip {
+			continue
+		}
+		for _, c := range ch.Cores {
+			if c.Core == core {
+				return c.Engines[engine]
+			}
+		}
+	}
+	return EngineReport{}
 }

@@ -91,12 +91,12 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if opts.Progress != nil {
 		start := time.Now()
 		last := start
+		total := knownInstructions(prog)
 		chipOpts.ProgressEvery = 1 << 16
 		chipOpts.Progress = func(n int64, now clock.Time) {
 			if t := time.Now(); t.Sub(last) >= 2*time.Second {
 				last = t
-				fmt.Fprintf(opts.Progress, "trnsim: simulated %s, %d instructions (%.2f M/s)\n",
-					now, n, float64(n)/t.Sub(start).Seconds()/1e6)
+				fmt.Fprint(opts.Progress, progressLine(n, total, now, t.Sub(start)))
 			}
 		}
 	}
@@ -104,7 +104,10 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := report.Build(cfg, info, res, Version)
+	rep, err := report.Build(cfg, info, res, Version)
+	if err != nil {
+		return nil, err
+	}
 	if tw != nil {
 		if err := tw.Close(); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", tracePath, err)
@@ -204,8 +207,17 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 		}
 		return nil, fmt.Errorf("%s: cannot read: %v", path, unwrapPath(err))
 	}
+	// The preset comes from --preset, else the file's .target, else trn2;
+	// an unknown name is reported where the user wrote it.
+	if preset != "" && !configs.IsPreset(preset) {
+		return nil, fmt.Errorf("--preset %s: unknown preset %q (presets: %s)", preset, preset, strings.Join(configs.PresetNames(), ", "))
+	}
 	if preset == "" {
-		preset = targetOf(string(data))
+		target, line := targetOf(string(data))
+		if target != "" && !configs.IsPreset(target) {
+			return nil, fmt.Errorf("%s:%d: .target %s: unknown preset %q (presets: %s)", path, line, target, target, strings.Join(configs.PresetNames(), ", "))
+		}
+		preset = target
 	}
 	if preset == "" {
 		preset = "trn2"
@@ -214,23 +226,27 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 	if err != nil {
 		abs = path
 	}
+	// A run config written here, not by the user: its errors name the
+	// --set or the field, never a line (which would point into the
+	// assembly file).
 	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: assembly\n  assembly:\n    file: %q\n", preset, abs)
-	cfg, err := configs.LoadBytes([]byte(yaml), path, configs.LoadOptions{Sets: sets})
+	cfg, err := configs.LoadBytes([]byte(yaml), path, configs.LoadOptions{Sets: sets, Generated: "implied by running an assembly file"})
 	if err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// targetOf returns the name after a .target directive, if any.
-func targetOf(src string) string {
-	for _, line := range strings.Split(src, "\n") {
+// targetOf returns the name after a .target directive, if any, and its
+// line.
+func targetOf(src string) (string, int) {
+	for i, line := range strings.Split(src, "\n") {
 		f := strings.Fields(strings.SplitN(line, ";", 2)[0])
 		if len(f) >= 2 && f[0] == ".target" {
-			return f[1]
+			return f[1], i + 1
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // CheckAssembly validates an assembly workload (from a file or inline) —

@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -44,7 +46,12 @@ func TestFastRowsMeetTheirTargetsAndBounds(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, rows)
 	for _, r := range rows {
-		assert.True(t, r.Pass, "%s: predicted %g, measured %g (%+.1f%%)", r.ID, r.Predicted, r.Measured, r.ErrorPct)
+		if r.TargetPct > 0 {
+			require.NotNil(t, r.Pass, "%s has a target", r.ID)
+			assert.True(t, *r.Pass, "%s: predicted %g, measured %g (%+.1f%%)", r.ID, r.Predicted, r.Measured, r.ErrorPct)
+		} else {
+			assert.Nil(t, r.Pass, "%s has no target: reported only", r.ID)
+		}
 		if strings.HasSuffix(r.Unit, "s") && r.Bound > 0 {
 			assert.GreaterOrEqual(t, r.Predicted, r.Bound*(1-1e-9), "%s beats its physical bound", r.ID)
 		}
@@ -59,6 +66,42 @@ func TestUnknownCaseIsAnError(t *testing.T) {
 }
 
 func TestMissedListsFailingTargetedRows(t *testing.T) {
-	rows := []Row{{ID: "A", Pass: true}, {ID: "B", Pass: false}, {ID: "C", Pass: true}}
+	yes, no := true, false
+	rows := []Row{{ID: "A", Pass: &yes}, {ID: "B", Pass: &no}, {ID: "C", Pass: &yes}, {ID: "D"}}
 	assert.Equal(t, []string{"B"}, Missed(rows))
+}
+
+// A row with no target is neither a pass nor a miss: "pass" is null in
+// JSON, and the table says "report".
+func TestRowsWithoutTargetHaveNullPass(t *testing.T) {
+	yes := true
+	rows := []Row{{ID: "T", TargetPct: 10, Pass: &yes}, {ID: "R"}}
+	var buf bytes.Buffer
+	require.NoError(t, WriteJSON(&buf, rows))
+	var got []map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+	require.Len(t, got, 2)
+	assert.Equal(t, true, got[0]["pass"])
+	v, present := got[1]["pass"]
+	assert.True(t, present, "pass is written for every row")
+	assert.Nil(t, v, "a row without a target has pass: null")
+
+	buf.Reset()
+	WriteTable(&buf, rows)
+	assert.Regexp(t, `(?m)^T .* PASS\s*$`, buf.String())
+	assert.Regexp(t, `(?m)^R .* report\s*$`, buf.String())
+
+	// The real cases: every untargeted row is null.
+	all, err := Run(Options{Fast: true})
+	require.NoError(t, err)
+	buf.Reset()
+	require.NoError(t, WriteJSON(&buf, all))
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
+	for i, r := range all {
+		if r.TargetPct == 0 {
+			assert.Nil(t, got[i]["pass"], r.ID)
+		} else {
+			assert.NotNil(t, got[i]["pass"], r.ID)
+		}
+	}
 }

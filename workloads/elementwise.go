@@ -185,6 +185,7 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		name = fmt.Sprintf("%s %dx%d %s", e.Op, e.Rows, e.Cols, e.DType)
 	}
 	info := &Info{Name: name, Kind: "elementwise", DType: dt, CoresUsed: 1,
+		Shape:       []Dim{{"rows", e.Rows}, {"cols", e.Cols}},
 		Ops:         []Op{{ID: opID, Name: e.Op, Kind: "elementwise"}},
 		MinHBMBytes: (nIn + 1) * e.Rows * e.Cols * eb,
 		Choices: []Choice{{Path: "workload.lowering.elementwise_free", Value: free, Auto: auto["elementwise_free"]},

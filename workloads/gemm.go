@@ -763,6 +763,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		name = fmt.Sprintf("gemm %dx%dx%d %s", p.M, p.K, p.N, p.in)
 	}
 	info := &Info{Name: name, Kind: "gemm", DType: p.in, FLOPs: flops, CoresUsed: 1,
+		Shape:       []Dim{{"m", p.M}, {"k", p.K}, {"n", p.N}},
 		Ops:         []Op{{ID: opID, Name: "matmul", Kind: "matmul", FLOPs: flops}},
 		MinHBMBytes: (p.M*p.K+p.K*p.N)*eb + p.M*p.N*int64(p.out.Bytes()),
 		Choices:     p.choices(),

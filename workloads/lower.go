@@ -34,8 +34,13 @@ type Info struct {
 	Ops  []Op
 	// FLOPs is the useful arithmetic of the whole workload.
 	FLOPs float64
-	// DType is the input dtype that sets the TensorE peak.
+	// DType is the workload's input dtype (for assembly, which declares
+	// its own dtypes, BF16: the peak follows each matmul's dtype and mode
+	// anyway).
 	DType isa.DType
+	// Shape is the workload's shape as resolved, in elements: gemm m, k, n;
+	// elementwise rows, cols; nil for assembly.
+	Shape []Dim
 	// MinHBMBytes is the least HBM traffic the workload needs (every input
 	// read once, every output written once).
 	MinHBMBytes int64
@@ -46,6 +51,12 @@ type Info struct {
 	CoresUsed int
 	// Notes are other lowering choices, in words.
 	Notes []string
+}
+
+// Dim is one named size of a workload's shape, in elements.
+type Dim struct {
+	Name string
+	Size int64
 }
 
 // Choice is one resolved lowering parameter.

@@ -114,6 +114,9 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 // loadInput resolves the run config from the argument: none (embedded
 // default), a YAML run config, or an assembly file.
 func loadInput(args []string, preset string, sets []string) (*configs.RunConfig, error) {
+	if preset != "" && !configs.IsPreset(preset) {
+		return nil, fmt.Errorf("--preset %s: unknown preset %q (presets: %s)", preset, preset, strings.Join(configs.PresetNames(), ", "))
+	}
 	if len(args) == 0 {
 		if preset != "" {
 			sets = append([]string{"hardware.preset=" + preset}, sets...)

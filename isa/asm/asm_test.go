@@ -339,6 +339,9 @@ func TestParseErrors(t *testing.T) {
 		{"junk after a directive", ".version 1 extra\n", `k.s:1:12: unexpected "extra" after .version`},
 		{"target not a name", ".version 1\n.target 5\n", `k.s:2:9: expected a preset name after .target, got "5"`},
 		{"target twice", ".version 1\n.target a\n.target b\n", `k.s:3:1: .target given twice`},
+		// Non-ASCII text is printed as written, not byte by byte.
+		{"non-ASCII buffer name", ".version 1\n.buffer größe sbuf bf16 [128, 64]\n", `k.s:2:11: unexpected character 'ö'`},
+		{"non-ASCII first character", ".version 1\n.buffer 名前 sbuf bf16 [128, 64]\n", `k.s:2:9: unexpected character '名'`},
 		{"core without its index", ".version 1\n.core 0\n", `k.s:2:8: expected core index (an integer), got "end of line"`},
 		// Engines and opcodes.
 		{"unknown engine", hdr + "dma tensor_copy x, x\n", `k.s:5:1: unknown engine "dma" (engines: tensor, vector, scalar, gpsimd, sync)`},

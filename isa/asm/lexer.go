@@ -6,6 +6,7 @@ package asm
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 type tokKind uint8
@@ -96,7 +97,9 @@ func lexLine(line string) ([]token, *Error) {
 			toks = append(toks, token{tPunct, string(c), i + 1})
 			i++
 		default:
-			return nil, &Error{Col: i + 1, Msg: fmt.Sprintf("unexpected character %q", c)}
+			// Print the character as written, not its first byte.
+			r, _ := utf8.DecodeRuneInString(line[i:])
+			return nil, &Error{Col: i + 1, Msg: fmt.Sprintf("unexpected character %q", r)}
 		}
 	}
 	return toks, nil

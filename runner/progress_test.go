@@ -1,0 +1,40 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/isa"
+)
+
+func TestProgressLine(t *testing.T) {
+	us := clock.FromNanoseconds(1000)
+	cases := []struct {
+		name     string
+		n, total int64
+		now      clock.Time
+		elapsed  time.Duration
+		want     string
+	}{
+		{"total unknown", 2_000_000, -1, 250 * us, 2 * time.Second, "trnsim: simulated 250.000 us, 2000000 instructions (1.00 M/s)\n"},
+		{"a quarter done", 2_000_000, 8_000_000, 250 * us, 2 * time.Second, "trnsim: simulated 250.000 us, 2000000 of 8000000 instructions, 25.0% done (1.00 M/s), about 6s left\n"},
+		{"long run", 1_000_000, 1_000_000_000, us, 4 * time.Second, "trnsim: simulated 1.000 us, 1000000 of 1000000000 instructions, 0.1% done (0.25 M/s), about 1h6m36s left\n"},
+		// A count that turns out wrong never prints a share above 100%.
+		{"count exceeded", 3, 2, us, 2 * time.Second, "trnsim: simulated 1.000 us, 3 instructions (0.00 M/s)\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, progressLine(tc.n, tc.total, tc.now, tc.elapsed))
+		})
+	}
+}
+
+func TestKnownInstructions(t *testing.T) {
+	src := func(count int64) isa.StreamSource { return isa.StreamSource{Count: count} }
+	assert.Equal(t, int64(7), knownInstructions(&isa.Program{Streams: []isa.StreamSource{src(3), src(4)}}))
+	assert.Equal(t, int64(-1), knownInstructions(&isa.Program{Streams: []isa.StreamSource{src(3), src(-1)}}))
+	assert.Equal(t, int64(0), knownInstructions(&isa.Program{}))
+}

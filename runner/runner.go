@@ -66,9 +66,13 @@ type Outcome struct {
 	TraceKept, TraceDropped int64
 }
 
-// beforeSimulate, if set, is called just before the simulation starts
-// (tests use it to see that a run failed before simulating).
-var beforeSimulate func()
+// Test seams: beforeLower, if set, is called once the outputs are prepared,
+// just before the workload is lowered; beforeSimulate just before the
+// simulation starts, and an error it returns ends the run.
+var (
+	beforeLower    func()
+	beforeSimulate func() error
+)
 
 // Run lowers, simulates and reports cfg's workload. Every output is checked
 // and created before the workload is lowered, and all of them are put in
@@ -104,17 +108,28 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 		return nil, err
 	}
 	defer set.abort() // does nothing once the outputs are committed
+	// fail returns err, or ErrStopped when a Guard discarded the outputs
+	// (which makes writes fail).
+	fail := func(err error) (*Outcome, error) {
+		if set.stopped() {
+			return nil, ErrStopped
+		}
+		return nil, err
+	}
 	for _, n := range notes {
 		warn("note: " + n)
 	}
 
+	if beforeLower != nil {
+		beforeLower()
+	}
 	prog, info, err := workloads.Lower(cfg)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if o := set.get(roleAsm); o != nil {
 		if err := asm.Print(o.w, prog); err != nil {
-			return nil, fmt.Errorf("%s: writing %s: %w", o.label, o.path, err)
+			return fail(fmt.Errorf("%s: writing %s: %w", o.label, o.path, err))
 		}
 	}
 	chipOpts := chip.Options{NoRaceCheck: opts.NoRaceCheck}
@@ -151,11 +166,13 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 		}
 	}
 	if beforeSimulate != nil {
-		beforeSimulate()
+		if err := beforeSimulate(); err != nil {
+			return fail(err)
+		}
 	}
 	res, err := chip.Run(cfg, prog, chipOpts)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	rep := report.Build(cfg, info, res, Version)
 	out := &Outcome{Report: rep, Info: info, Result: res, UsedStdout: set.usesStdout()}
@@ -166,12 +183,12 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 			trace.note = fmt.Sprintf("%d events kept, %d left out by --trace-window/--trace-limit", out.TraceKept, out.TraceDropped)
 		}
 		if err := tw.Close(); err != nil {
-			return nil, fmt.Errorf("%s: writing %s: %w", trace.label, trace.path, err)
+			return fail(fmt.Errorf("%s: writing %s: %w", trace.label, trace.path, err))
 		}
 	}
 	if o := set.get(roleJSON); o != nil {
 		if err := rep.WriteJSON(o.w); err != nil {
-			return nil, fmt.Errorf("%s: writing %s: %w", o.label, o.path, err)
+			return fail(fmt.Errorf("%s: writing %s: %w", o.label, o.path, err))
 		}
 	}
 	if o := set.get(roleCSV); o != nil {
@@ -180,7 +197,7 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	}
 	// Everything succeeded: put the outputs in place.
 	if out.Files, err = set.commit(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	return out, nil
 }

@@ -15,8 +15,9 @@ import (
 const traceBytesPerInstruction = 250
 
 // traceWarnBytes is the estimated trace size from which a run warns before
-// it starts: traces this large are slow to write and to open.
-const traceWarnBytes = 256 << 20
+// it starts: traces this large are slow to write and to open. (A variable
+// so that tests can lower it.)
+var traceWarnBytes int64 = 256 << 20
 
 // countInstructions returns how many instructions prog runs: the sum of its
 // streams' counts when every stream knows its count, else counted by

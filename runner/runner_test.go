@@ -363,6 +363,36 @@ func TestStandardOutput(t *testing.T) {
 	_, err = Run(smallConfig(t), Options{JSON: "-", Stdout: failingWriter{}})
 	require.Error(t, err)
 	assert.Equal(t, "--json: writing standard output: no space left", err.Error())
+
+	// A config's outputs field may be - too (not a file named - beside the
+	// config).
+	dir := t.TempDir()
+	cfgPath := writeFile(t, filepath.Join(dir, "run.yaml"), "hardware: {preset: trn2}\nworkload: {kind: gemm, gemm: {m: 256, k: 512, n: 512}}\noutputs: {json: \"-\", csv: \"-\"}\n")
+	cfg, err := configs.Load(cfgPath, configs.LoadOptions{})
+	require.NoError(t, err)
+	_, err = Run(cfg, Options{Stdout: &stdout})
+	require.Error(t, err)
+	assert.Equal(t, cfgPath+":3:17: outputs.json and "+cfgPath+":3:27: outputs.csv cannot both be - (standard output)", err.Error())
+	stdout.Reset()
+	out, err = Run(cfg, Options{CSV: filepath.Join(dir, "r.csv"), Stdout: &stdout})
+	require.NoError(t, err)
+	assert.True(t, out.UsedStdout)
+	assert.True(t, json.Valid(stdout.Bytes()))
+	assert.Equal(t, []string{"r.csv -rw-r--r--", "run.yaml -rw-r--r--"}, dirNames(t, dir))
+}
+
+// dirNames lists the entries of dir with their modes.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		fi, err := e.Info()
+		require.NoError(t, err)
+		names = append(names, e.Name()+" "+fi.Mode().String())
+	}
+	return names
 }
 
 type failingWriter struct{}

@@ -171,16 +171,20 @@ type request struct {
 }
 
 // requests lists the outputs of a run: each flag of opts, or else the
-// config's outputs field, in role order.
+// config's outputs field, in role order. For JSON and CSV, /dev/stdout is
+// read as "-".
 func requests(cfg *configs.RunConfig, opts Options) []request {
 	flags := [numRoles]string{roleAsm: opts.DumpAsm, roleTrace: opts.Trace, roleJSON: opts.JSON, roleCSV: opts.CSV}
 	fields := [numRoles]string{roleAsm: cfg.Outputs.Asm, roleTrace: cfg.Outputs.Trace, roleJSON: cfg.Outputs.JSON, roleCSV: cfg.Outputs.CSV}
 	var reqs []request
 	for r := range numRoles {
 		switch {
+		case flags[r] == "/dev/stdout" && r.stdoutOK():
+			// Standard output, so that the summary moves out of its way.
+			reqs = append(reqs, request{r, roleInfo[r].flag, "-"})
 		case flags[r] != "":
 			reqs = append(reqs, request{r, roleInfo[r].flag, flags[r]})
-		case fields[r] == "-":
+		case fields[r] == "-" || (fields[r] == "/dev/stdout" && r.stdoutOK()):
 			reqs = append(reqs, request{r, fieldLabel(cfg, roleInfo[r].field), "-"})
 		case fields[r] != "":
 			reqs = append(reqs, request{r, fieldLabel(cfg, roleInfo[r].field), cfg.ResolvePath(fields[r])})
@@ -232,16 +236,22 @@ func inputs(cfg *configs.RunConfig) []input {
 }
 
 // pathKey returns path made absolute and clean, with the symbolic links of
-// its folder resolved when the folder exists.
+// its nearest existing folder resolved.
 func pathKey(path string) string {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		abs = filepath.Clean(path)
 	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(dir, filepath.Base(abs))
+	rest := filepath.Base(abs)
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(dir) == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
 	}
-	return abs
 }
 
 // planOutputs checks every output a run asks for, before anything runs: a
@@ -296,13 +306,21 @@ func planOutputs(cfg *configs.RunConfig, opts Options) ([]*output, error) {
 func (o *output) check() error {
 	fi, err := os.Lstat(o.path)
 	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		resolved, rerr := filepath.EvalSymlinks(o.path)
-		if rerr != nil {
+		// Follow the link as the kernel does (which also follows the
+		// magic links of /proc/self/fd, as /dev/stdout is one).
+		fi, err = os.Stat(o.path)
+		switch {
+		case err != nil:
 			dest, _ := os.Readlink(o.path)
-			return o.errorf("it is a symbolic link to %s, which cannot be reached (%v)", dest, unwrapPath(rerr))
+			return o.errorf("it is a symbolic link to %s, which cannot be reached (%v)", dest, unwrapPath(err))
+		case fi.Mode().IsRegular():
+			// Replace the file the link points to, not the link.
+			resolved, rerr := filepath.EvalSymlinks(o.path)
+			if rerr != nil {
+				return o.errorf("cannot follow its symbolic link: %v", unwrapPath(rerr))
+			}
+			o.target = resolved
 		}
-		o.target = resolved
-		fi, err = os.Stat(resolved)
 	}
 	o.key = pathKey(o.target)
 	switch {
@@ -647,6 +665,7 @@ func (s *outputSet) commit() ([]Written, error) {
 		return nil, err
 	}
 	var written []Written
+	var firstErr error
 	for _, o := range s.outs {
 		switch o.kind {
 		case toFile:
@@ -656,11 +675,14 @@ func (s *outputSet) commit() ([]Written, error) {
 			if cerr := o.file.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("%s: writing %s: %v", o.label, o.path, unwrapPath(cerr))
 			}
-			if err != nil {
-				return nil, err
+			if err != nil && firstErr == nil {
+				firstErr = err
 			}
 			written = append(written, Written{Path: o.path, Bytes: o.cw.n, InPlace: true, Note: o.note})
 		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	for _, o := range s.outs {
 		if o.kind != toStdout {

@@ -148,6 +148,11 @@ func TestRefusedBeforeAnythingRuns(t *testing.T) {
 			require.NoError(t, os.Symlink("real", filepath.Join(s.dir, "link")))
 			s.opts.JSON, s.opts.CSV = filepath.Join(s.dir, "real", "x"), filepath.Join(s.dir, "link", "x")
 		}, "it is also the --json output"},
+		{"the same new path through a linked folder", func(t *testing.T, s *setup) {
+			require.NoError(t, os.Mkdir(filepath.Join(s.dir, "real"), 0o755))
+			require.NoError(t, os.Symlink("real", filepath.Join(s.dir, "link")))
+			s.opts.Trace, s.opts.DumpAsm = filepath.Join(s.dir, "real", "new", "x"), filepath.Join(s.dir, "link", "new", "x")
+		}, "--trace: cannot write %DIR%/real/new/x: it is also the --dump-asm output"},
 		{"two hard links of one file", func(t *testing.T, s *setup) {
 			a := writeFile(t, filepath.Join(s.dir, "a.json"), "old")
 			require.NoError(t, os.Link(a, filepath.Join(s.dir, "b.json")))
@@ -363,6 +368,13 @@ func TestStandardOutput(t *testing.T) {
 	_, err = Run(smallConfig(t), Options{JSON: "-", Stdout: failingWriter{}})
 	require.Error(t, err)
 	assert.Equal(t, "--json: writing standard output: no space left", err.Error())
+
+	// /dev/stdout is -, so the summary moves out of the way.
+	stdout.Reset()
+	out, err = Run(smallConfig(t), Options{JSON: "/dev/stdout", Stdout: &stdout})
+	require.NoError(t, err)
+	assert.True(t, out.UsedStdout)
+	assert.True(t, json.Valid(stdout.Bytes()))
 
 	// A config's outputs field may be - too (not a file named - beside the
 	// config).

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,6 +124,29 @@ func TestNonRegularTargetsAreWrittenInPlace(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAMagicLinkIsWrittenInPlace(t *testing.T) {
+	// /proc/self/fd/N (what /dev/stdout links to) names a pipe that no path
+	// reaches: it is followed as the kernel follows it, and written in
+	// place.
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		data, _ := io.ReadAll(r)
+		got <- data
+	}()
+	path := "/proc/self/fd/" + strconv.Itoa(int(w.Fd()))
+	out, err := Run(smallConfig(t), Options{JSON: path})
+	require.NoError(t, err)
+	w.Close()
+	data := <-got
+	assert.True(t, json.Valid(data), "the pipe carried the results")
+	require.Len(t, out.Files, 1)
+	assert.Equal(t, Written{Path: path, Bytes: int64(len(data)), InPlace: true}, out.Files[0])
 }
 
 func TestASocketIsRefusedAndLeftAlone(t *testing.T) {

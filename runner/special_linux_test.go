@@ -32,6 +32,24 @@ func makeNull(t *testing.T, path string) {
 		"root cannot make a device node in %s (no CAP_MKNOD?)", filepath.Dir(path))
 }
 
+// deviceDir returns a temporary folder where device nodes work: the test's
+// own, unless its file system is mounted nodev (then one in the package's
+// folder).
+func deviceDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil || st.Flags&syscall.MS_NODEV == 0 {
+		return dir
+	}
+	dir, err := os.MkdirTemp(".", ".devtest-")
+	require.NoError(t, err)
+	abs, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(abs) })
+	return abs
+}
+
 // readFIFO reads what is written to the FIFO at path, in the background.
 func readFIFO(t *testing.T, path string) <-chan []byte {
 	t.Helper()
@@ -93,7 +111,7 @@ func TestNonRegularTargetsAreWrittenInPlace(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := deviceDir(t)
 			target := filepath.Join(dir, "target")
 			read := tc.make(t, target)
 			before, err := os.Lstat(target)
@@ -171,7 +189,7 @@ func TestASocketIsRefusedAndLeftAlone(t *testing.T) {
 func TestAReadOnlyDeviceIsRefused(t *testing.T) {
 	// The read-only rule (no owner write bit) holds for devices too, root
 	// or not.
-	dir := t.TempDir()
+	dir := deviceDir(t)
 	path := filepath.Join(dir, "null")
 	if os.Geteuid() == 0 {
 		makeNull(t, path)

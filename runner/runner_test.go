@@ -85,13 +85,20 @@ func TestRunWritesEveryOutput(t *testing.T) {
 	out, err := Run(smallConfig(t), Options{JSON: p("r.json"), CSV: p("r.csv"), Trace: p("t.json"), DumpAsm: p("p.asm")})
 	require.NoError(t, err)
 	require.Len(t, out.Files, 4)
+	// Results are ordinary files: made as any program makes them (0666 less
+	// the umask), not private like a temporary file.
+	plain, err := os.OpenFile(filepath.Join(dir, "plain"), os.O_CREATE|os.O_WRONLY, 0o666)
+	require.NoError(t, err)
+	plainInfo, err := plain.Stat()
+	require.NoError(t, err)
+	plain.Close()
 	for i, name := range []string{"p.asm", "t.json", "r.json", "r.csv"} {
 		fi, err := os.Stat(p(name))
 		require.NoError(t, err)
 		assert.Equal(t, p(name), out.Files[i].Path)
 		assert.Equal(t, fi.Size(), out.Files[i].Bytes, "the size reported is the file's")
 		assert.Positive(t, fi.Size())
-		assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm()&^0o022, "results are ordinary files")
+		assert.Equal(t, plainInfo.Mode().Perm(), fi.Mode().Perm())
 	}
 	assert.False(t, out.UsedStdout)
 	noLeftovers(t, dir)

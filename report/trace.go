@@ -82,6 +82,8 @@ type TraceWriter struct {
 	buf []byte
 	// opNames caches the quoted JSON name of each opcode.
 	opNames map[isa.Opcode][]byte
+	// notes are extra otherData entries, in the order Note added them.
+	notes [][2]string
 }
 
 // NewTraceWriter starts a trace on w. prog, if not nil, is the program being
@@ -193,6 +195,14 @@ func (t *TraceWriter) dma(chip, core int32, engine int, queue int16, in *isa.Ins
 	t.dmas++
 }
 
+// Note adds a string entry to the trace's otherData (written by Close), for
+// example to say that the trace keeps only a window of the run.
+func (t *TraceWriter) Note(key, value string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.notes = append(t.notes, [2]string{key, value})
+}
+
 // Close finishes the JSON document and flushes it. It returns the first
 // write error, if any. Events after Close are ignored; a second Close
 // returns the same error.
@@ -210,6 +220,12 @@ func (t *TraceWriter) Close() error {
 	b = strconv.AppendInt(b, t.waits, 10)
 	b = append(b, `,"dma_shares":`...)
 	b = strconv.AppendInt(b, t.dmas, 10)
+	for _, n := range t.notes {
+		b = append(b, ',')
+		b = appendJSONString(b, n[0])
+		b = append(b, ':')
+		b = appendJSONString(b, n[1])
+	}
 	b = append(b, "}}\n"...)
 	t.buf = b
 	t.write(b)

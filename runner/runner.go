@@ -1,14 +1,15 @@
 // Package runner is the pipeline behind `trnsim run` and `trnsim
 // validate`: resolved config -> lowering -> simulation -> report, with the
-// requested outputs written only when the run succeeds.
+// requested outputs checked before it starts and written only when it
+// succeeds, all together.
 package runner
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,12 +28,26 @@ const Version = "0.1.0"
 // Options select a run's outputs.
 type Options struct {
 	// JSON, CSV, Trace and DumpAsm are output paths ("" for none); they
-	// override the config's outputs section.
+	// override the config's outputs section. JSON and CSV may be "-",
+	// standard output.
 	JSON, CSV, Trace, DumpAsm string
-	NoRaceCheck               bool
+	// TraceWindow, if set, keeps only the trace events that overlap it;
+	// TraceLimit, if > 0, only the first TraceLimit events (see
+	// report.TraceFilter).
+	TraceWindow *report.TraceWindow
+	TraceLimit  int64
+	NoRaceCheck bool
 	// Progress, if set, receives a progress line about every two seconds
 	// of host time.
 	Progress io.Writer
+	// Warnings, if set, receives warnings and notes, one line each: a trace
+	// that will be large (before the simulation starts), files left by a
+	// killed run.
+	Warnings io.Writer
+	// Stdout receives the outputs named "-" (nil: os.Stdout).
+	Stdout io.Writer
+	// Guard, if set, lets a signal handler discard the run's outputs.
+	Guard *Guard
 }
 
 // Outcome is what a run produced.
@@ -40,53 +55,103 @@ type Outcome struct {
 	Report *report.Report
 	Info   *workloads.Info
 	Result *chip.Result
+	// Files are the files written (not standard output), in the order
+	// asm, trace, JSON, CSV.
+	Files []Written
+	// UsedStdout is set when an output went to standard output, so the
+	// summary belongs elsewhere.
+	UsedStdout bool
+	// TraceKept and TraceDropped count the trace events written and those
+	// a window or limit left out.
+	TraceKept, TraceDropped int64
 }
 
-// Run lowers, simulates and reports cfg's workload.
-func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
-	o := cfg.Outputs
-	pick := func(flag, fromConfig string) string {
-		if flag != "" {
-			return flag
-		}
-		if fromConfig != "" {
-			return cfg.ResolvePath(fromConfig)
-		}
-		return ""
-	}
-	jsonPath, csvPath := pick(opts.JSON, o.JSON), pick(opts.CSV, o.CSV)
-	tracePath, asmPath := pick(opts.Trace, o.Trace), pick(opts.DumpAsm, o.Asm)
+// Test seams: beforeLower, if set, is called once the outputs are prepared,
+// just before the workload is lowered; beforeSimulate just before the
+// simulation starts, and an error it returns ends the run.
+var (
+	beforeLower    func()
+	beforeSimulate func() error
+)
 
-	prog, info, err := workloads.Lower(cfg)
+// Run lowers, simulates and reports cfg's workload. Every output is checked
+// and created before the workload is lowered, and all of them are put in
+// place together only when the run succeeds (see outputs.go).
+func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
+	outs, err := planOutputs(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	var files []*atomicFile
-	defer func() {
-		for _, f := range files {
-			f.abort()
+	windowed := (opts.TraceWindow != nil && !opts.TraceWindow.All()) || opts.TraceLimit > 0
+	if opts.TraceLimit < 0 {
+		return nil, fmt.Errorf("--trace-limit: must be 0 (no limit) or more, got %d", opts.TraceLimit)
+	}
+	guard := opts.Guard
+	if guard == nil {
+		guard = &Guard{}
+	}
+	stdout := opts.Stdout
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	set := &outputSet{guard: guard, outs: outs, stdout: stdout}
+	if windowed && set.get(roleTrace) == nil {
+		return nil, fmt.Errorf("--trace-window and --trace-limit need a trace: give --trace FILE (or outputs.trace)")
+	}
+	warn := func(line string) {
+		if opts.Warnings != nil {
+			fmt.Fprintf(opts.Warnings, "trnsim: %s\n", line)
 		}
-	}()
-	if asmPath != "" {
-		f, err := createAtomic(asmPath)
-		if err != nil {
-			return nil, err
+	}
+	notes, err := set.prepare()
+	if err != nil {
+		return nil, err
+	}
+	defer set.abort() // does nothing once the outputs are committed
+	// fail returns err, or ErrStopped when a Guard discarded the outputs
+	// (which makes writes fail).
+	fail := func(err error) (*Outcome, error) {
+		if set.stopped() {
+			return nil, ErrStopped
 		}
-		files = append(files, f)
-		if err := asm.Print(f.w, prog); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", asmPath, err)
+		return nil, err
+	}
+	for _, n := range notes {
+		warn("note: " + n)
+	}
+
+	if beforeLower != nil {
+		beforeLower()
+	}
+	prog, info, err := workloads.Lower(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if o := set.get(roleAsm); o != nil {
+		if err := asm.Print(o.w, prog); err != nil {
+			return fail(fmt.Errorf("%s: writing %s: %w", o.label, o.path, err))
 		}
 	}
 	chipOpts := chip.Options{NoRaceCheck: opts.NoRaceCheck}
 	var tw *report.TraceWriter
-	if tracePath != "" {
-		f, err := createAtomic(tracePath)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-		tw = report.NewTraceWriter(f.w, prog)
+	var filter *report.TraceFilter
+	trace := set.get(roleTrace)
+	if trace != nil {
+		tw = report.NewTraceWriter(trace.w, prog)
 		chipOpts.Tracer = tw
+		if windowed {
+			filter = &report.TraceFilter{Next: tw, Window: report.TraceWindow{To: clock.Never}, Limit: opts.TraceLimit}
+			if opts.TraceWindow != nil {
+				filter.Window = *opts.TraceWindow
+				tw.Note("window", filter.Window.String())
+			}
+			if opts.TraceLimit > 0 {
+				tw.Note("limit", strconv.FormatInt(opts.TraceLimit, 10))
+			}
+			chipOpts.Tracer = filter
+		} else if w := traceWarning(trace.label, countInstructions(prog)); w != "" {
+			warn(w)
+		}
 	}
 	if opts.Progress != nil {
 		start := time.Now()
@@ -100,73 +165,44 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 			}
 		}
 	}
+	if beforeSimulate != nil {
+		if err := beforeSimulate(); err != nil {
+			return fail(err)
+		}
+	}
 	res, err := chip.Run(cfg, prog, chipOpts)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	rep, err := report.Build(cfg, info, res, Version)
 	if err != nil {
 		return nil, err
 	}
+	out := &Outcome{Report: rep, Info: info, Result: res, UsedStdout: set.usesStdout()}
 	if tw != nil {
+		if filter != nil {
+			out.TraceKept, out.TraceDropped = filter.Counts()
+			tw.Note("events_left_out", strconv.FormatInt(out.TraceDropped, 10))
+			trace.note = fmt.Sprintf("%d events kept, %d left out by --trace-window/--trace-limit", out.TraceKept, out.TraceDropped)
+		}
 		if err := tw.Close(); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", tracePath, err)
+			return fail(fmt.Errorf("%s: writing %s: %w", trace.label, trace.path, err))
 		}
 	}
-	if jsonPath != "" {
-		f, err := createAtomic(jsonPath)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-		if err := rep.WriteJSON(f.w); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", jsonPath, err)
+	if o := set.get(roleJSON); o != nil {
+		if err := rep.WriteJSON(o.w); err != nil {
+			return fail(fmt.Errorf("%s: writing %s: %w", o.label, o.path, err))
 		}
 	}
-	if csvPath != "" {
-		f, err := createAtomic(csvPath)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-		fmt.Fprintln(f.w, report.CSVHeader())
-		fmt.Fprintln(f.w, rep.CSVRow())
+	if o := set.get(roleCSV); o != nil {
+		fmt.Fprintln(o.w, report.CSVHeader())
+		fmt.Fprintln(o.w, rep.CSVRow())
 	}
-	// Everything succeeded: move the outputs into place.
-	for _, f := range files {
-		if err := f.commit(); err != nil {
-			return nil, err
-		}
+	// Everything succeeded: put the outputs in place.
+	if out.Files, err = set.commit(); err != nil {
+		return fail(err)
 	}
-	files = nil
-	return &Outcome{Report: rep, Info: info, Result: res}, nil
-}
-
-// atomicFile is written beside its destination and renamed into place only
-// when the run succeeds, so a failed run never leaves a partial result that
-// looks complete.
-type atomicFile struct {
-	path string
-	tmp  *os.File
-	w    *bufio.Writer
-}
-
-func createAtomic(path string) (*atomicFile, error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".partial-*")
-	if err != nil {
-		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
-	}
-	// CreateTemp makes the file private; results are ordinary files.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, fmt.Errorf("cannot write %s: %v", path, unwrapPath(err))
-	}
-	return &atomicFile{path: path, tmp: tmp, w: bufio.NewWriterSize(tmp, 1<<20)}, nil
+	return out, nil
 }
 
 func unwrapPath(err error) error {
@@ -174,27 +210,6 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-func (f *atomicFile) commit() error {
-	if err := f.w.Flush(); err != nil {
-		f.abort()
-		return fmt.Errorf("writing %s: %v", f.path, err)
-	}
-	if err := f.tmp.Close(); err != nil {
-		os.Remove(f.tmp.Name())
-		return fmt.Errorf("writing %s: %v", f.path, err)
-	}
-	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
-		os.Remove(f.tmp.Name())
-		return fmt.Errorf("writing %s: %v", f.path, unwrapPath(err))
-	}
-	return nil
-}
-
-func (f *atomicFile) abort() {
-	f.tmp.Close()
-	os.Remove(f.tmp.Name())
 }
 
 // ConfigForAssembly builds a run config for a bare assembly file: the

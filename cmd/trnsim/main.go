@@ -15,6 +15,7 @@ import (
 
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/report"
 	"github.com/trnsim/trnsim/runner"
 	"github.com/trnsim/trnsim/validate"
 )
@@ -44,7 +45,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			code = 3
 		}
 	}()
-	root := newRoot(stdout, stderr)
+	out := &checkedWriter{w: stdout}
+	root := newRoot(out, stderr)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(stderr, "trnsim: %v\n", err)
@@ -54,7 +56,20 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 		return 1
 	}
+	if out.err != nil {
+		fmt.Fprintf(stderr, "trnsim: writing standard output: %v\n", unwrapPath(out.err))
+		return 1
+	}
 	return 0
+}
+
+// unwrapPath returns a file error's cause without the file's name.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -77,13 +92,29 @@ Run "trnsim run" for the embedded default (a BF16 GEMM on trn2).`,
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var opts runner.Options
 	var sets []string
-	var preset string
+	var preset, window string
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "run [config.yaml | kernel.asm]",
 		Short: "Simulate a run config or an assembly kernel (no argument: the embedded default)",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Simulate a run config or an assembly kernel (no argument: the embedded default)
+and print a summary on standard output.
+
+Every output path is checked before the simulation starts, and the outputs
+are put in place together only when the run succeeds: an existing file is
+replaced, a device or FIFO (such as /dev/null) is written in place, and
+--json - or --csv - writes to standard output (the summary then goes to
+standard error). SIGINT (Ctrl-C) or SIGTERM removes the temporary files and
+exits with 130 or 143.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if window != "" {
+				w, err := report.ParseTraceWindow(window)
+				if err != nil {
+					return fmt.Errorf("--trace-window: %v", err)
+				}
+				opts.TraceWindow = &w
+			}
 			cfg, err := loadInput(args, preset, sets)
 			if err != nil {
 				return err
@@ -91,23 +122,39 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 			if !quiet {
 				opts.Progress = stderr
 			}
+			opts.Warnings = stderr
+			opts.Stdout = stdout
+			opts.Guard = &runner.Guard{}
+			release := catchSignals(opts.Guard, stderr)
+			defer release()
 			out, err := runner.Run(cfg, opts)
 			if err != nil {
 				return err
 			}
-			out.Report.WriteSummary(stdout)
+			summary := stdout
+			if out.UsedStdout {
+				summary = stderr
+			}
+			out.Report.WriteSummary(summary)
+			if !quiet {
+				for _, f := range out.Files {
+					fmt.Fprintf(stderr, "trnsim: wrote %s\n", f)
+				}
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.JSON, "json", "", "write results as JSON to `FILE`")
-	f.StringVar(&opts.CSV, "csv", "", "write a CSV row of totals to `FILE`")
+	f.StringVar(&opts.JSON, "json", "", "write results as JSON to `FILE` (- for standard output)")
+	f.StringVar(&opts.CSV, "csv", "", "write a CSV row of totals to `FILE` (- for standard output)")
 	f.StringVar(&opts.Trace, "trace", "", "write a Chrome trace-event timeline (Perfetto) to `FILE`")
+	f.StringVar(&window, "trace-window", "", "trace only the events that overlap simulated time `START:END`, such as 0:50us or 1ms:2ms (either may be left out)")
+	f.Int64Var(&opts.TraceLimit, "trace-limit", 0, "trace only the first `N` events (0: all)")
 	f.StringVar(&opts.DumpAsm, "dump-asm", "", "write the lowered program as canonical assembly to `FILE`")
 	f.StringArrayVar(&sets, "set", nil, "override a config field: `dotted.path=value` (repeatable)")
 	f.StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
 	f.BoolVar(&opts.NoRaceCheck, "no-race-check", false, "turn the data-race detector off (faster)")
-	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines and no list of the files written on stderr (warnings and errors still print)")
 	return cmd
 }
 

@@ -143,7 +143,10 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	active := map[coreKey]int{}
 	var order []coreKey
 	streams := map[coreKey]*[isa.NumEngines]isa.Stream{}
-	for _, src := range prog.Streams {
+	// Every stream opens together: a generated program makes them in one
+	// pass.
+	opened := prog.Open()
+	for si, src := range prog.Streams {
 		k := coreKey{src.Key.Chip, src.Key.Core}
 		if int(k.chip) >= h.Chips || int(k.core) >= h.Chip.Cores || k.chip < 0 || k.core < 0 {
 			return nil, fmt.Errorf("the program has instructions for chip %d core %d, but the hardware has %d chip(s) of %d cores",
@@ -157,7 +160,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 		if streams[k][src.Key.Engine] != nil {
 			return nil, fmt.Errorf("the program has two streams for %s", src.Key)
 		}
-		streams[k][src.Key.Engine] = src.Open()
+		streams[k][src.Key.Engine] = opened[si]
 	}
 	sort.Slice(order, func(i, j int) bool {
 		if order[i].chip != order[j].chip {

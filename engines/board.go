@@ -27,12 +27,19 @@ type semaphore struct {
 	// the list empties or must grow).
 	pending []pending
 	head    int
-	// vc is the join of the clocks of the increments in effect; each
-	// pending increment carries its poster's clock until it takes effect
-	// (only while the race detector runs), so a waiter learns only what
-	// happened before the increments it can see.
-	vc      memory.VClock
-	waiters []*waiter
+	// Clocks (only while the race detector runs): each pending increment
+	// carries its poster's clock; once in effect, it is folded into hist,
+	// where entry i holds the value the increments in effect reached and
+	// the join of their clocks (a prefix). A waiter for value v is ordered
+	// after exactly the increments up to the one that reached v, not after
+	// later ones that happen to be in effect when it starts (that would be
+	// timing, not synchronisation). Entries leave the ring into vc, the
+	// prefix up to value oldValue; a waiter for a value that old joins vc.
+	hist     []histEntry
+	hhead    int
+	vc       memory.VClock
+	oldValue int64
+	waiters  []*waiter
 	// posts counts increments, for reports.
 	posts int64
 }
@@ -42,6 +49,15 @@ type pending struct {
 	add int64
 	vc  memory.VClock // the poster's clock (nil without a race detector)
 }
+
+type histEntry struct {
+	value  int64
+	prefix memory.VClock
+}
+
+// histLen is how many increments in effect a semaphore remembers the
+// clocks of, one by one.
+const histLen = 32
 
 type waiter struct {
 	seq    *Sequencer
@@ -75,7 +91,7 @@ func (b *SemBoard) fold(s *semaphore, now clock.Time) {
 		p := &s.pending[n]
 		s.value += p.add
 		if p.vc != nil {
-			b.Clocks.Join(s.vc, p.vc)
+			b.remember(s, p.vc)
 			b.freeVCs = append(b.freeVCs, p.vc)
 			p.vc = nil
 		}
@@ -135,17 +151,67 @@ func (b *SemBoard) ReachTime(id int32, target int64, now clock.Time) clock.Time 
 	return clock.Never
 }
 
-// JoinVC joins into vc the clocks of semaphore id's increments that are in
-// effect by time t (t at least the time of the event being handled): what
-// an instruction that starts at t, after waiting on the semaphore, is
-// ordered after.
-func (b *SemBoard) JoinVC(vc memory.VClock, id int32, t clock.Time) {
+// remember adds an increment in effect, with its poster's clock, to the
+// semaphore's history.
+func (b *SemBoard) remember(s *semaphore, vc memory.VClock) {
+	var e *histEntry
+	if len(s.hist) < histLen {
+		s.hist = append(s.hist, histEntry{prefix: make(memory.VClock, b.agents)})
+		e = &s.hist[len(s.hist)-1]
+		if n := len(s.hist); n > 1 {
+			copy(e.prefix, s.hist[n-2].prefix)
+		} else {
+			copy(e.prefix, s.vc)
+		}
+	} else {
+		// The oldest entry leaves into vc; the newest is the one before.
+		e = &s.hist[s.hhead]
+		copy(s.vc, e.prefix)
+		s.oldValue = e.value
+		last := &s.hist[(s.hhead+len(s.hist)-1)%len(s.hist)]
+		copy(e.prefix, last.prefix)
+		s.hhead = (s.hhead + 1) % len(s.hist)
+	}
+	b.Clocks.Join(e.prefix, vc)
+	e.value = s.value
+}
+
+// JoinVC joins into vc what an instruction that waited for semaphore id to
+// reach target, and starts at t (at least the time of the event being
+// handled), is ordered after: the clocks of the increments, in the order
+// they took effect, up to the one that reached target.
+func (b *SemBoard) JoinVC(vc memory.VClock, id int32, target int64, t clock.Time) {
 	s := &b.sems[id]
-	b.Clocks.Join(vc, s.vc)
+	if target <= s.oldValue || len(s.hist) == 0 {
+		b.Clocks.Join(vc, s.vc)
+		if target <= s.oldValue {
+			return
+		}
+	}
+	n := len(s.hist)
+	if n > 0 {
+		// The first entry (oldest first) that reached target.
+		lo, hi := 0, n
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if s.hist[(s.hhead+mid)%n].value >= target {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		if lo < n {
+			b.Clocks.Join(vc, s.hist[(s.hhead+lo)%n].prefix)
+			return
+		}
+		b.Clocks.Join(vc, s.hist[(s.hhead+n-1)%n].prefix)
+	}
+	v := s.value
 	for _, p := range s.live() {
-		if p.at > t {
+		if v >= target || p.at > t {
 			break
 		}
+		v += p.add
 		if p.vc != nil {
 			b.Clocks.Join(vc, p.vc)
 		}

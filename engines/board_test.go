@@ -67,31 +67,53 @@ func TestSemBoardEqualTimesAreStable(t *testing.T) {
 	assert.Equal(t, clock.Never, b.ReachTime(0, 8, 0))
 }
 
-// A waiter learns the clocks of the increments in effect when it starts,
-// never those of increments still to take effect (posted early, as an
-// engine posts at issue for its completion).
-func TestSemBoardJoinsTheClocksOfIncrementsInEffect(t *testing.T) {
+// A waiter for value v is ordered after the increments, in the order
+// they take effect, up to the one that reached v: not after increments
+// still to take effect, nor after later ones already in effect.
+func TestSemBoardJoinsTheClocksOfTheIncrementsAWaitNeeds(t *testing.T) {
 	b := NewSemBoard(0, 0, 2, 4)
 	poster := memory.VClock{3, 0, 1, 0}
 	b.Post(0, 10, 1, poster, 0)
 	poster[0] = 99 // the board keeps its own copy
 	b.Post(0, 5, 1, memory.VClock{1, 2, 0, 0}, 0)
-	b.Post(0, 7, 1, nil, 0)
-	at := func(t clock.Time) memory.VClock {
+	b.Post(0, 7, 1, memory.VClock{0, 0, 0, 5}, 0)
+	join := func(target int64, t clock.Time) memory.VClock {
 		vc := make(memory.VClock, 4)
-		b.JoinVC(vc, 0, t)
+		b.JoinVC(vc, 0, target, t)
 		return vc
 	}
-	assert.Equal(t, memory.VClock{0, 0, 0, 0}, at(4))
-	assert.Equal(t, memory.VClock{1, 2, 0, 0}, at(5))
-	assert.Equal(t, memory.VClock{1, 2, 0, 0}, at(9))
-	assert.Equal(t, memory.VClock{3, 2, 1, 0}, at(10))
-	// Folding the increments in effect keeps the same answers.
+	assert.Equal(t, memory.VClock{1, 2, 0, 0}, join(1, 5), "the increment at 5 reaches 1")
+	assert.Equal(t, memory.VClock{1, 2, 0, 0}, join(1, 9), "the one at 7 is in effect but not needed")
+	assert.Equal(t, memory.VClock{1, 2, 0, 5}, join(2, 9))
+	assert.Equal(t, memory.VClock{3, 2, 1, 5}, join(3, 10))
+	// Once folded into the history, the same answers.
 	assert.Equal(t, int64(3), b.ValueAt(0, 20, 20))
-	assert.Equal(t, memory.VClock{3, 2, 1, 0}, at(20))
+	assert.Equal(t, memory.VClock{1, 2, 0, 0}, join(1, 20))
+	assert.Equal(t, memory.VClock{1, 2, 0, 5}, join(2, 20))
+	assert.Equal(t, memory.VClock{3, 2, 1, 5}, join(3, 20))
+	assert.Equal(t, memory.VClock{0, 0, 0, 0}, join(0, 20))
 	vc := make(memory.VClock, 4)
-	b.JoinVC(vc, 1, 100)
+	b.JoinVC(vc, 1, 1, 100)
 	assert.Equal(t, memory.VClock{0, 0, 0, 0}, vc)
+}
+
+// Past the history's length, a waiter for an old value joins the clocks of
+// every increment that left the history (more than it needs, never less).
+func TestSemBoardHistoryOverflow(t *testing.T) {
+	b := NewSemBoard(0, 0, 1, 2)
+	for i := 1; i <= histLen+10; i++ {
+		b.Post(0, clock.Time(i), 1, memory.VClock{uint32(i), 0}, clock.Time(i))
+	}
+	assert.Equal(t, int64(histLen+10), b.ValueAt(0, 1000, 1000))
+	vc := make(memory.VClock, 2)
+	b.JoinVC(vc, 0, 3, 1000)
+	assert.Equal(t, memory.VClock{10, 0}, vc, "values 1..10 left the history")
+	vc = make(memory.VClock, 2)
+	b.JoinVC(vc, 0, 20, 1000)
+	assert.Equal(t, memory.VClock{20, 0}, vc)
+	vc = make(memory.VClock, 2)
+	b.JoinVC(vc, 0, histLen+10, 1000)
+	assert.Equal(t, memory.VClock{histLen + 10, 0}, vc)
 }
 
 // nilStream ends at once: a woken test sequencer records the time of its

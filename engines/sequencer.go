@@ -297,14 +297,14 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 	// Acquire the happens-before of every wait.
 	if s.vc != nil {
 		clocks := c.Sim.Clocks
-		// Every wait is met by t: the increments in effect by then are
-		// what the instruction is ordered after.
+		// Every wait is met by t: the instruction is ordered after the
+		// increments that met it.
 		for i := range in.Waits {
 			w := &in.Waits[i]
-			c.board(w.Sem).JoinVC(s.vc, w.Sem.ID, t)
+			c.board(w.Sem).JoinVC(s.vc, w.Sem.ID, w.Value, t)
 		}
 		if in.Op == isa.OpBarrier {
-			c.Board.JoinVC(s.vc, in.Attrs.BarrierSem, t)
+			c.Board.JoinVC(s.vc, in.Attrs.BarrierSem, in.Attrs.Target, t)
 		}
 		clocks.Tick(s.vc, s.agent)
 	}

@@ -63,6 +63,23 @@ type Program struct {
 	Streams []StreamSource
 	// Semaphores optionally names semaphore indices for printing.
 	SemNames map[SemRef]string
+	// OpenAll, when set, opens every stream together, in the order of
+	// Streams: a generator that makes every stream in one pass (the
+	// scheduler) shares the pass among them. Open uses it.
+	OpenAll func() []Stream
+}
+
+// Open opens every stream of the program, in the order of Streams, for one
+// simulation (or one printing).
+func (p *Program) Open() []Stream {
+	if p.OpenAll != nil {
+		return p.OpenAll()
+	}
+	out := make([]Stream, len(p.Streams))
+	for i, s := range p.Streams {
+		out[i] = s.Open()
+	}
+	return out
 }
 
 // SortStreams puts the streams in canonical (chip, core, engine) order.

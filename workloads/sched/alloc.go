@@ -1,0 +1,402 @@
+package sched
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/tile"
+)
+
+// Alignment of placed tiles.
+const (
+	sbufAlignBytes = 64
+	hbmAlignBytes  = 4096
+)
+
+// tileInfo is what the scheduler knows of a tile: where it lives, and the
+// isa buffer of each of its (core, slot) copies.
+type tileInfo struct {
+	t *tile.Tile
+	// inCores is set for a tile declared inside a cores loop: it exists on
+	// every core of the loop.
+	inCores bool
+	// slotBytes is one slot's size (per partition on chip), aligned.
+	slotBytes int64
+	// offset[core] is the tile's placement on that core (on chip), or its
+	// HBM address (index 0).
+	offset map[int]int64
+	// bufs[core][slot] is the isa buffer index of a copy.
+	bufs map[int][]int32
+	// live is the tile's lifetime in statement numbers (inclusive).
+	live [2]int
+	used bool
+}
+
+// stmtSpan numbers statements in program order: a statement covers
+// [first, last], its nested statements included.
+type stmtSpan struct{ first, last int }
+
+// layout is the result of placement.
+type layout struct {
+	tiles   []*tileInfo
+	buffers []*isa.Buffer
+	cores   []int // cores the kernel uses, ascending
+	// peak per-partition bytes per (core, memory), for reports.
+	peakSBUF, peakPSUM map[int]int64
+}
+
+// place assigns every tile its memory: HBM tensors in order at aligned
+// addresses, on-chip tiles first fit among the tiles whose lifetimes
+// overlap theirs, per core.
+func place(k *tile.Kernel, tg *Target) (*layout, error) {
+	lim := tg.Limits
+	lay := &layout{peakSBUF: map[int]int64{}, peakPSUM: map[int]int64{}}
+	infos := make([]*tileInfo, len(k.Tiles))
+	for i, t := range k.Tiles {
+		infos[i] = &tileInfo{t: t, offset: map[int]int64{}, bufs: map[int][]int32{}, live: [2]int{-1, -1}}
+	}
+	lay.tiles = infos
+
+	// Number the statements and find the cores loops.
+	spans := map[tile.Stmt]stmtSpan{}
+	n := 0
+	coreSet := map[int]bool{}
+	var cerr error
+	var number func(stmts []tile.Stmt, inCores bool)
+	number = func(stmts []tile.Stmt, inCores bool) {
+		for _, s := range stmts {
+			first := n
+			n++
+			switch s := s.(type) {
+			case *tile.Loop:
+				if s.Kind == tile.Cores {
+					lo, ok1 := s.Start.Static()
+					hi, ok2 := s.Stop.Static()
+					if !ok1 || !ok2 || lo < 0 || hi > int64(lim.CoresPerChip) {
+						if cerr == nil {
+							cerr = &OpError{Kernel: k.Name, File: k.File, Pos: s.Pos.String(), Op: "for " + s.Var.Name + " cores",
+								Msg: fmt.Sprintf("a cores loop needs constant bounds within the chip's %d cores", lim.CoresPerChip)}
+						}
+					}
+					for c := lo; c < hi; c++ {
+						coreSet[int(c)] = true
+					}
+				}
+				for _, t := range s.Tiles {
+					infos[t.ID].inCores = inCores || s.Kind == tile.Cores
+				}
+				number(s.Body, inCores || s.Kind == tile.Cores)
+			case *tile.If:
+				number(s.Then, inCores)
+				number(s.Else, inCores)
+			}
+			spans[s] = stmtSpan{first, n - 1}
+		}
+	}
+	number(k.Body, false)
+	if cerr != nil {
+		return nil, cerr
+	}
+	coresLoopRange := func(t *tile.Tile) []int {
+		// The cores a per-core tile exists on: its cores loop's range.
+		for l := t.Scope; l != nil; l = parentLoop(k, l) {
+			if l.Kind == tile.Cores {
+				lo, _ := l.Start.Static()
+				hi, _ := l.Stop.Static()
+				var cs []int
+				for c := lo; c < hi; c++ {
+					cs = append(cs, int(c))
+				}
+				return cs
+			}
+		}
+		return nil
+	}
+
+	// Lifetimes: each use widens the tile's interval by the statement of
+	// the tile's own scope that holds it.
+	var visit func(stmts []tile.Stmt, path []tile.Stmt)
+	visit = func(stmts []tile.Stmt, path []tile.Stmt) {
+		for _, s := range stmts {
+			p := append(path, s)
+			var accs []tile.Access
+			switch s := s.(type) {
+			case *tile.Loop:
+				visit(s.Body, p)
+			case *tile.If:
+				visit(s.Then, p)
+				visit(s.Else, p)
+			case *tile.Op:
+				accs = append(append(accs, s.Outs...), s.Ins...)
+			case *tile.Collective:
+				accs = append(append(accs, s.Outs...), s.Ins...)
+			}
+			for _, a := range accs {
+				ti := infos[a.Tile.ID]
+				ti.used = true
+				// The statement in the tile's scope body on the path to s.
+				anchor := p[0]
+				for i, q := range p {
+					if l, ok := q.(*tile.Loop); ok && l == a.Tile.Scope && i+1 < len(p) {
+						anchor = p[i+1]
+					}
+				}
+				sp := spans[anchor]
+				if ti.live[0] < 0 || sp.first < ti.live[0] {
+					ti.live[0] = sp.first
+				}
+				ti.live[1] = max(ti.live[1], sp.last)
+			}
+		}
+	}
+	visit(k.Body, nil)
+	for _, ti := range infos {
+		if !ti.used {
+			continue
+		}
+		if ti.t.Bufs > 1 && ti.t.Scope != nil {
+			// A rotating tile is live across iterations: its whole loop.
+			sp := spans[ti.t.Scope]
+			ti.live = [2]int{sp.first + 1, sp.last}
+		}
+	}
+
+	// Cores: those of the cores loops, of on-chip tiles outside them, and
+	// core 0 when nothing else names one.
+	for _, ti := range infos {
+		if ti.used && ti.t.Mem.OnChip() && !ti.inCores {
+			coreSet[ti.t.Core] = true
+		}
+	}
+	if len(coreSet) == 0 {
+		coreSet[0] = true
+	}
+	for c := range coreSet {
+		if c < 0 || c >= lim.CoresPerChip {
+			return nil, &OpError{Kernel: k.Name, File: k.File, Op: "tile core", Msg: fmt.Sprintf("core %d does not exist (the chip has %d)", c, lim.CoresPerChip)}
+		}
+		lay.cores = append(lay.cores, c)
+	}
+	sort.Ints(lay.cores)
+
+	bank := lim.PSUMBankBytes()
+	for _, ti := range infos {
+		t := ti.t
+		size := t.Bytes()
+		switch t.Mem {
+		case isa.MemSBUF:
+			ti.slotBytes = roundUp(size, sbufAlignBytes)
+		case isa.MemPSUM:
+			if size <= bank {
+				s := int64(4)
+				for s < size {
+					s *= 2
+				}
+				ti.slotBytes = min(s, bank)
+			} else {
+				ti.slotBytes = roundUp(size, bank)
+			}
+		default:
+			ti.slotBytes = roundUp(size, hbmAlignBytes)
+		}
+		if t.Mem.OnChip() && int64(t.PartStart)+t.Shape[0] > int64(lim.Partitions) {
+			return nil, &OpError{Kernel: k.Name, File: k.File, Pos: t.Pos.String(), Op: "tile " + t.Name,
+				Msg: fmt.Sprintf("partitions %d:%d outside the %d partitions", t.PartStart, int64(t.PartStart)+t.Shape[0], lim.Partitions)}
+		}
+	}
+
+	// HBM: in declaration order.
+	var hbmNext int64
+	for _, ti := range infos {
+		t := ti.t
+		if t.Mem != isa.MemHBM {
+			continue
+		}
+		addr := hbmNext
+		if t.Offset >= 0 {
+			addr = t.Offset
+		}
+		ti.offset[0] = addr
+		hbmNext = max(hbmNext, roundUp(addr+ti.slotBytes, hbmAlignBytes))
+		if tg.HBMBytes > 0 && addr+t.Bytes() > tg.HBMBytes {
+			return nil, &FitError{Kernel: k.Name, Tile: t.Name, Mem: isa.MemHBM, Needed: addr + t.Bytes(), Available: tg.HBMBytes}
+		}
+	}
+
+	// On chip, per core and memory: pinned tiles first, then the others in
+	// order of their lifetimes' start, largest first.
+	for _, core := range lay.cores {
+		for _, mem := range []isa.Memory{isa.MemSBUF, isa.MemPSUM} {
+			capB := lim.SBUFPartitionBytes
+			if mem == isa.MemPSUM {
+				capB = lim.PSUMPartitionBytes
+			}
+			var todo []*tileInfo
+			for _, ti := range infos {
+				if !ti.used || ti.t.Mem != mem {
+					continue
+				}
+				onCore := false
+				if ti.inCores {
+					for _, c := range coresLoopRange(ti.t) {
+						onCore = onCore || c == core
+					}
+				} else {
+					onCore = ti.t.Core == core
+				}
+				if onCore {
+					todo = append(todo, ti)
+				}
+			}
+			sort.SliceStable(todo, func(i, j int) bool {
+				a, b := todo[i], todo[j]
+				pa, pb := a.t.Offset >= 0 || a.t.Bank >= 0, b.t.Offset >= 0 || b.t.Bank >= 0
+				if pa != pb {
+					return pa
+				}
+				if a.live[0] != b.live[0] {
+					return a.live[0] < b.live[0]
+				}
+				return a.slotBytes*int64(a.t.Bufs) > b.slotBytes*int64(b.t.Bufs)
+			})
+			type placed struct {
+				lo, hi int64
+				live   [2]int
+				name   string
+			}
+			var done []placed
+			peak := int64(0)
+			for _, ti := range todo {
+				t := ti.t
+				size := ti.slotBytes * int64(t.Bufs)
+				align := int64(sbufAlignBytes)
+				if mem == isa.MemPSUM {
+					align = min(ti.slotBytes, bank)
+				}
+				conflicts := func(off int64) (int64, string, bool) {
+					for _, p := range done {
+						if p.live[0] <= ti.live[1] && ti.live[0] <= p.live[1] && off < p.hi && p.lo < off+size {
+							return p.hi, p.name, true
+						}
+					}
+					return 0, "", false
+				}
+				var off int64
+				pinned := t.Offset >= 0 || t.Bank >= 0
+				if pinned {
+					off = t.Offset
+					if t.Bank >= 0 {
+						off = int64(t.Bank) * bank
+					}
+					if _, other, bad := conflicts(off); bad {
+						return nil, &OpError{Kernel: k.Name, File: k.File, Pos: t.Pos.String(), Op: "tile " + t.Name,
+							Msg: fmt.Sprintf("its pinned placement overlaps tile %s, which is live at the same time", other)}
+					}
+					if mem == isa.MemPSUM && ti.slotBytes <= bank && off%bank+size > bank && t.Bufs == 1 {
+						return nil, &OpError{Kernel: k.Name, File: k.File, Pos: t.Pos.String(), Op: "tile " + t.Name,
+							Msg: fmt.Sprintf("pinned at byte %d, it straddles a PSUM bank boundary (%d bytes per bank)", off, bank)}
+					}
+				} else {
+					for {
+						next, _, bad := conflicts(off)
+						if !bad {
+							break
+						}
+						off = roundUp(next, align)
+					}
+				}
+				if off+size > capB {
+					return nil, &FitError{Kernel: k.Name, Tile: t.Name, Mem: mem, Core: core, Needed: off + size, Available: capB}
+				}
+				done = append(done, placed{off, off + size, ti.live, t.Name})
+				ti.offset[core] = off
+				peak = max(peak, off+size)
+			}
+			if mem == isa.MemSBUF {
+				lay.peakSBUF[core] = peak
+			} else {
+				lay.peakPSUM[core] = peak
+			}
+		}
+	}
+
+	// One isa buffer per (core, slot) copy; names are the tile's, made
+	// unique.
+	names := map[string]bool{}
+	for _, t := range k.Tiles {
+		names[t.Name] = true
+	}
+	unique := func(base string) string {
+		name := base
+		for i := 2; names[name]; i++ {
+			name = fmt.Sprintf("%s_%d", base, i)
+		}
+		names[name] = true
+		return name
+	}
+	for _, ti := range infos {
+		t := ti.t
+		if !ti.used {
+			continue
+		}
+		if t.Mem == isa.MemHBM {
+			b := &isa.Buffer{Name: t.Name, Mem: isa.MemHBM, DType: t.DType, Shape: t.Shape, Core: -1, Offset: ti.offset[0]}
+			ti.bufs[0] = []int32{int32(len(lay.buffers))}
+			lay.buffers = append(lay.buffers, b)
+			continue
+		}
+		cores := []int{t.Core}
+		if ti.inCores {
+			cores = coresLoopRange(t)
+		}
+		for _, c := range cores {
+			for s := 0; s < t.Bufs; s++ {
+				name := t.Name
+				if ti.inCores {
+					name = fmt.Sprintf("%s_c%d", name, c)
+				}
+				if t.Bufs > 1 {
+					name = fmt.Sprintf("%s_%d", name, s)
+				}
+				if name != t.Name {
+					name = unique(name)
+				}
+				b := &isa.Buffer{Name: name, Mem: t.Mem, DType: t.DType, Shape: t.Shape, Core: int32(c),
+					PartStart: int32(t.PartStart), Offset: ti.offset[c] + int64(s)*ti.slotBytes}
+				ti.bufs[c] = append(ti.bufs[c], int32(len(lay.buffers)))
+				lay.buffers = append(lay.buffers, b)
+			}
+		}
+	}
+	return lay, nil
+}
+
+func roundUp(v, m int64) int64 { return (v + m - 1) / m * m }
+
+// parentLoop returns the loop that encloses l (nil at kernel level).
+func parentLoop(k *tile.Kernel, l *tile.Loop) *tile.Loop {
+	var found *tile.Loop
+	var walk func(stmts []tile.Stmt, parent *tile.Loop) bool
+	walk = func(stmts []tile.Stmt, parent *tile.Loop) bool {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *tile.Loop:
+				if s == l {
+					found = parent
+					return true
+				}
+				if walk(s.Body, s) {
+					return true
+				}
+			case *tile.If:
+				if walk(s.Then, parent) || walk(s.Else, parent) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	walk(k.Body, nil)
+	return found
+}

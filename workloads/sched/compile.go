@@ -1,0 +1,378 @@
+package sched
+
+import (
+	"fmt"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/tile"
+)
+
+// compiled is a kernel ready to walk: its placement, its ops with their
+// body tables, and the stream layout.
+type compiled struct {
+	k               *tile.Kernel
+	tg              *Target
+	opts            Options
+	lay             *layout
+	ops             []*opInfo
+	nQ              int // DMA queues per core
+	perCore         int // streams per core: the engines, then the queues
+	coreIdx         map[int]int
+	dmaEngines      int64
+	queuesPerEngine int
+	finalDist       int64
+	soloBuf         int
+	aggGBps         float64
+}
+
+func (c *compiled) nStreams() int { return len(c.lay.cores) * c.perCore }
+
+// opInfo is an op of the kernel, ready to execute.
+type opInfo struct {
+	op          *tile.Op
+	text        string
+	isDMA       bool
+	loadOnly    bool // a DMA whose inputs are all in HBM
+	touchesPSUM bool
+	sharedHBM   bool // HBM operands move by the instance's HBMOffset
+	accs        []opAcc
+	bodies      map[uint64]*bodyMeta
+	// The latest instance, for ordering edges.
+	lastStream int32
+	lastPos    int64
+	lastValid  bool
+}
+
+type opAcc struct {
+	acc   *tile.Access
+	write bool
+	Mem   isa.Memory
+	Core  int
+}
+
+// bodyMeta is a body the op has made, with what the scheduler derives
+// from it once.
+type bodyMeta struct {
+	body *isa.Body
+	key  []int64
+	next *bodyMeta
+	// spans are the on-chip operands' spans (empty when in HBM).
+	spans []isa.Span
+	// hbm are the HBM operands.
+	hbm       []hbmOperand
+	sharedHBM bool
+	// Estimates: the issue interval and completion latency on the engine,
+	// and a transfer's time on the DMA engines.
+	intervalNs, latencyNs, xferNs float64
+}
+
+type hbmOperand struct {
+	op    *isa.Operand
+	acc   int // index into the instance's evaluated accesses
+	write bool
+	buf   *isa.Buffer
+	idx   int32
+}
+
+// Program is a compiled kernel: an isa.Program whose streams the scheduler
+// generates as the simulator asks for them, plus what it decided.
+type Program struct {
+	*isa.Program
+	c *compiled
+	// PeakSBUFBytes and PeakPSUMBytes are the placement's highest byte per
+	// partition, by core.
+	PeakSBUFBytes, PeakPSUMBytes map[int]int64
+	// Cores are the NeuronCores the kernel uses.
+	Cores []int
+}
+
+// Compile checks a kernel against the target, places its tiles and
+// returns its program. Errors in an op that show only when it executes
+// (an access outside its tile for some iteration) come from the streams.
+func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
+	if len(k.Ops) == 0 && len(k.Body) > 0 {
+		if err := k.Finish(); err != nil {
+			return nil, err
+		}
+	}
+	lim := tg.Limits
+	if lim.Semaphores < QueueSemBase+lim.DMAQueues {
+		return nil, fmt.Errorf("the scheduler needs %d semaphores per core; the hardware has %d", QueueSemBase+lim.DMAQueues, lim.Semaphores)
+	}
+	lay, err := place(k, tg)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiled{k: k, tg: tg, opts: opts, lay: lay, nQ: lim.DMAQueues, perCore: int(isa.NumEngines) + lim.DMAQueues,
+		coreIdx: map[int]int{}, dmaEngines: int64(lim.DMAEngines), queuesPerEngine: opts.QueuesPerEngine,
+		finalDist: int64(opts.FinalizeDistance), soloBuf: opts.SoloBuffer}
+	if c.queuesPerEngine <= 0 {
+		c.queuesPerEngine = 3
+	}
+	if c.finalDist <= 0 {
+		c.finalDist = 4096
+	}
+	if c.soloBuf <= 0 {
+		c.soloBuf = 1 << 17
+	}
+	c.aggGBps = tg.DMAEngineGBps * float64(lim.DMAEngines)
+	for i, core := range lay.cores {
+		c.coreIdx[core] = i
+	}
+	for _, op := range k.Ops {
+		oi := &opInfo{op: op, text: tile.FormatOp(op), isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}}
+		oi.loadOnly = oi.isDMA
+		nHBM := 0
+		add := func(a *tile.Access, write bool) {
+			oi.accs = append(oi.accs, opAcc{acc: a, write: write, Mem: a.Tile.Mem, Core: a.Tile.Core})
+			if a.Tile.Mem == isa.MemPSUM {
+				oi.touchesPSUM = true
+			}
+			if a.Tile.Mem == isa.MemHBM {
+				nHBM++
+			} else if !write {
+				oi.loadOnly = false
+			}
+		}
+		for i := range op.Outs {
+			add(&op.Outs[i], true)
+		}
+		for i := range op.Ins {
+			add(&op.Ins[i], false)
+		}
+		oi.sharedHBM = nHBM == 1
+		if !oi.isDMA && nHBM > 0 {
+			return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: oi.text,
+				Msg: "compute engines cannot access HBM directly; move the data with a DMA"}
+		}
+		c.ops = append(c.ops, oi)
+	}
+	prog := &isa.Program{Version: isa.AssemblyVersion, Target: tg.Name, Buffers: lay.buffers}
+	for ci, core := range lay.cores {
+		for _, e := range isa.AllEngines() {
+			key := isa.StreamKey{Core: int32(core), Engine: e}
+			idx := ci*c.perCore + int(e)
+			prog.Streams = append(prog.Streams, isa.StreamSource{Key: key, Count: -1, Open: func() isa.Stream {
+				return newSolo(c, idx)
+			}})
+		}
+	}
+	prog.OpenAll = func() []isa.Stream { return newSession(c).streams() }
+	return &Program{Program: prog, c: c, PeakSBUFBytes: lay.peakSBUF, PeakPSUMBytes: lay.peakPSUM, Cores: lay.cores}, nil
+}
+
+// body returns the body of the current instance of an op on engine eng
+// (for a DMA: triggered by eng on queue q with descriptor generation dge;
+// q < 0 for compute), made on first use.
+func (w *walk) body(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind) (*bodyMeta, error) {
+	op := oi.op
+	key := w.key[:0]
+	key = append(key, int64(eng), int64(q), int64(dge), int64(core))
+	var flags int64
+	if !op.Start.IsZero() && op.Start.Eval(w.env) != 0 {
+		flags |= 1
+	}
+	if !op.Stop.IsZero() && op.Stop.Eval(w.env) != 0 {
+		flags |= 2
+	}
+	key = append(key, flags)
+	for i := range w.accs {
+		ae := &w.accs[i]
+		key = append(key, int64(ae.buf))
+		hbm := ae.ti.t.Mem == isa.MemHBM && oi.sharedHBM
+		for d := 0; d < ae.nd; d++ {
+			if hbm {
+				key = append(key, ae.stops[d]-ae.starts[d])
+			} else {
+				key = append(key, ae.starts[d], ae.stops[d])
+			}
+		}
+	}
+	w.key = key
+	h := hashKey(key)
+	for m := oi.bodies[h]; m != nil; m = m.next {
+		if equalKey(m.key, key) {
+			return m, nil
+		}
+	}
+	m, err := w.newBody(oi, core, eng, q, dge, flags)
+	if err != nil {
+		return nil, err
+	}
+	m.key = append([]int64(nil), key...)
+	m.next = oi.bodies[h]
+	oi.bodies[h] = m
+	return m, nil
+}
+
+func hashKey(k []int64) uint64 {
+	h := uint64(14695981039346656037)
+	for _, v := range k {
+		h ^= uint64(v)
+		h *= 1099511628211
+		h ^= h >> 29
+	}
+	return h
+}
+
+func equalKey(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// newBody makes the body of the current instance.
+func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind, flags int64) (*bodyMeta, error) {
+	op := oi.op
+	w.nextID++
+	b := &isa.Body{ID: w.nextID, Op: op.Opcode, Engine: eng, Core: int32(core), Attrs: op.Attrs, OpID: op.OpID}
+	if !op.Start.IsZero() {
+		b.Attrs.Start = flags&1 != 0
+	}
+	if !op.Stop.IsZero() {
+		b.Attrs.Stop = flags&2 != 0
+	}
+	if oi.isDMA {
+		b.Attrs.Queue = int16(max(q, 0))
+		b.Attrs.DGE = dge
+	}
+	m := &bodyMeta{body: b, sharedHBM: oi.sharedHBM}
+	bufs := w.c.lay.buffers
+	for i := range w.accs {
+		ae := &w.accs[i]
+		a := oi.accs[i].acc
+		buf := bufs[ae.buf]
+		t := ae.ti.t
+		var opnd isa.Operand
+		var err error
+		zero := t.Mem == isa.MemHBM && oi.sharedHBM
+		if a.Rearrange != nil {
+			opnd, err = w.rearranged(ae, a, buf, zero)
+		} else {
+			sl := make([]isa.Slice, ae.nd)
+			for d := 0; d < ae.nd; d++ {
+				st, sp := ae.starts[d], ae.stops[d]
+				step := int64(1)
+				index := false
+				if d < len(a.Ranges) {
+					step = a.Ranges[d].Step
+					index = a.Ranges[d].Index
+				}
+				if zero {
+					sp -= st
+					st = 0
+				}
+				sl[d] = isa.Slice{Start: st, Stop: sp, Step: step, Index: index}
+			}
+			opnd, err = buf.View(ae.buf, sl...)
+		}
+		if err != nil {
+			return nil, w.opErr(oi, "%v", err)
+		}
+		if oi.accs[i].write {
+			b.Outs = append(b.Outs, opnd)
+		} else {
+			b.Ins = append(b.Ins, opnd)
+		}
+	}
+	if err := w.c.tg.Limits.Check(&isa.Instruction{Body: b}); err != nil {
+		return nil, w.opErr(oi, "%v", err)
+	}
+	// Spans and HBM operands, in operand order (outputs first).
+	nOut := len(b.Outs)
+	for i := range w.accs {
+		var opnd *isa.Operand
+		write := i < nOut
+		if write {
+			opnd = &b.Outs[i]
+		} else {
+			opnd = &b.Ins[i-nOut]
+		}
+		ap := &opnd.AP
+		if ap.Mem.OnChip() {
+			lo, hi := ap.ByteSpan()
+			m.spans = append(m.spans, isa.Span{Mem: ap.Mem, Write: write, Chip: ap.Chip, Core: ap.Core,
+				PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount, Lo: lo, Hi: hi})
+			continue
+		}
+		m.hbm = append(m.hbm, hbmOperand{op: opnd, acc: i, write: write, buf: bufs[w.accs[i].buf], idx: w.accs[i].buf})
+	}
+	// Estimates from the simulator's own cost table.
+	tg := w.c.tg
+	var env isa.CostEnv
+	cost := tg.Cost.CostOf(&isa.Instruction{Body: b}, 128, &env)
+	ghz := tg.ClockGHz[eng]
+	if ghz <= 0 {
+		ghz = 1
+	}
+	m.intervalNs = float64(cost.IntervalCycles) / ghz
+	m.latencyNs = float64(cost.LatencyCycles) / ghz
+	if oi.isDMA {
+		bytes := max(b.Outs[0].AP.Bytes(), b.Ins[0].AP.Bytes())
+		if w.c.aggGBps > 0 {
+			m.xferNs = float64(bytes) / w.c.aggGBps
+		}
+	}
+	return m, nil
+}
+
+// rearranged builds a rearranged HBM operand: the slice's dimensions,
+// split and permuted; the first output dimension is the row dimension.
+func (w *walk) rearranged(ae *accEval, a *tile.Access, buf *isa.Buffer, zero bool) (isa.Operand, error) {
+	t := ae.ti.t
+	strides := make([]int64, ae.nd)
+	acc := int64(1)
+	for d := ae.nd - 1; d >= 0; d-- {
+		strides[d] = acc
+		acc *= t.Shape[d]
+	}
+	var sizes, sst []int64
+	off := int64(0)
+	for d := 0; d < ae.nd; d++ {
+		step := int64(1)
+		index := false
+		if d < len(a.Ranges) {
+			step, index = a.Ranges[d].Step, a.Ranges[d].Index
+		}
+		if !zero {
+			off += ae.starts[d] * strides[d]
+		}
+		if index {
+			continue
+		}
+		n := (ae.stops[d] - ae.starts[d] + step - 1) / step
+		sizes = append(sizes, n)
+		sst = append(sst, strides[d]*step)
+	}
+	os, ost, err := a.Rearrange.Dims(sizes, sst)
+	if err != nil {
+		return isa.Operand{}, err
+	}
+	dims := make([]isa.Dim, len(os))
+	for i := range os {
+		dims[i] = isa.Dim{Size: os[i], Stride: ost[i]}
+	}
+	// Size-1 free dimensions and contiguous ones collapse (at most four
+	// free dimensions reach the hardware).
+	if len(dims) > 1 {
+		var free []isa.Dim
+		for _, d := range dims[1:] {
+			if d.Size == 1 {
+				continue
+			}
+			if n := len(free); n > 0 && free[n-1].Stride == d.Stride*d.Size {
+				free[n-1] = isa.Dim{Size: free[n-1].Size * d.Size, Stride: d.Stride}
+				continue
+			}
+			free = append(free, d)
+		}
+		dims = append(dims[:1], free...)
+	}
+	return buf.Raw(ae.buf, 0, 0, off, dims)
+}

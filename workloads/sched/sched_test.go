@@ -1,0 +1,108 @@
+package sched_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/chip"
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa/asm"
+	"github.com/trnsim/trnsim/memory"
+	"github.com/trnsim/trnsim/workloads"
+	"github.com/trnsim/trnsim/workloads/sched"
+	"github.com/trnsim/trnsim/workloads/tile"
+)
+
+func preset(t testing.TB, name string, sets ...string) *configs.RunConfig {
+	t.Helper()
+	sets = append([]string{"hardware.preset=" + name}, sets...)
+	cfg, err := configs.LoadBytes([]byte("workload: {kind: gemm, gemm: {m: 128, k: 128, n: 128}}\n"), "test.yaml", configs.LoadOptions{Sets: sets})
+	require.NoError(t, err)
+	return cfg
+}
+
+func compileFile(t testing.TB, cfg *configs.RunConfig, path string, opts sched.Options) *sched.Program {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	require.NoError(t, err)
+	k, err := tile.Parse(string(src), path)
+	require.NoError(t, err)
+	if opts == (sched.Options{}) {
+		opts.DGEAuto = true
+	}
+	p, err := sched.Compile(k, workloads.Target(cfg), opts)
+	require.NoError(t, err)
+	return p
+}
+
+func TestSmallMatmulRunsRaceFree(t *testing.T) {
+	for _, name := range []string{"trn1", "inf2", "trn2", "trn3"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := preset(t, name)
+			p := compileFile(t, cfg, "testdata/matmul.tile", sched.Options{})
+			res, err := chip.Run(cfg, p.Program, chip.Options{})
+			if err != nil {
+				text, _ := asm.String(p.Program)
+				t.Log(text)
+			}
+			require.NoError(t, err)
+			assert.Greater(t, res.SimTime, int64(0))
+		})
+	}
+}
+
+func TestDumpSmallMatmul(t *testing.T) {
+	if os.Getenv("TRNSIM_DUMP") == "" {
+		t.Skip("set TRNSIM_DUMP=1 to print the program")
+	}
+	cfg := preset(t, "trn2")
+	p := compileFile(t, cfg, "testdata/matmul.tile", sched.Options{})
+	text, err := asm.String(p.Program)
+	require.NoError(t, err)
+	t.Log("\n" + text)
+	res, err := chip.Run(cfg, p.Program, chip.Options{})
+	require.NoError(t, err)
+	t.Logf("sim time %v, instructions %d", res.SimTime, res.Instructions)
+}
+
+// Every wait the scheduler inserts is needed: removing any one of them
+// (from the program printed as assembly) makes the race check fire.
+func TestEveryInsertedWaitIsNeeded(t *testing.T) {
+	for _, name := range []string{"trn1", "trn2"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := preset(t, name)
+			p := compileFile(t, cfg, "testdata/matmul.tile", sched.Options{})
+			text, err := asm.String(p.Program)
+			require.NoError(t, err)
+			run := func(src string) error {
+				prog, err := asm.Parse(src, "variant.asm", asm.Options{PSUMBankBytes: cfg.Hardware.Limits().PSUMBankBytes()})
+				require.NoError(t, err)
+				_, err = chip.Run(cfg, prog, chip.Options{})
+				return err
+			}
+			require.NoError(t, run(text), "the program as scheduled")
+			lines := strings.Split(text, "\n")
+			waits := 0
+			for i, line := range lines {
+				fields := strings.Fields(line)
+				for j, f := range fields {
+					if !strings.HasPrefix(f, "wait=") {
+						continue
+					}
+					waits++
+					variant := append(append([]string{}, fields[:j]...), fields[j+1:]...)
+					mod := append(append([]string{}, lines[:i]...), strings.Join(variant, " "))
+					mod = append(mod, lines[i+1:]...)
+					err := run(strings.Join(mod, "\n"))
+					var re *memory.RaceError
+					assert.ErrorAs(t, err, &re, "removing %s from line %d (%s) leaves no race", f, i+1, line)
+				}
+			}
+			assert.GreaterOrEqual(t, waits, 10)
+		})
+	}
+}

@@ -1,0 +1,116 @@
+package sched
+
+import (
+	"github.com/trnsim/trnsim/isa"
+)
+
+// A session is one opening of a program's streams (one simulation, or one
+// printing): one shared walk makes every stream's instructions, and a
+// stream whose demand runs far ahead of the others (so the walk would
+// buffer more than SoloBuffer of their instructions) gets a walk of its
+// own, which makes only its instructions. Walks are deterministic, so the
+// instructions are the same either way; memory stays bounded by the
+// buffer, whatever the kernel.
+type session struct {
+	c      *compiled
+	shared *walk
+	outs   []*outStream
+}
+
+// outStream is one engine stream of a session.
+type outStream struct {
+	sess   *session
+	idx    int32
+	solo   *walk
+	handed int64
+}
+
+func newSession(c *compiled) *session {
+	s := &session{c: c, shared: newWalk(c)}
+	for ci := range c.lay.cores {
+		for e := 0; e < int(isa.NumEngines); e++ {
+			idx := c.engineStream(ci, isa.Engine(e))
+			s.shared.streams[idx].keep = true
+			s.outs = append(s.outs, &outStream{sess: s, idx: idx})
+		}
+	}
+	return s
+}
+
+func (s *session) streams() []isa.Stream {
+	out := make([]isa.Stream, len(s.outs))
+	for i, o := range s.outs {
+		out[i] = o
+	}
+	return out
+}
+
+// newSolo returns a stream served by a walk of its own.
+func newSolo(c *compiled, idx int) isa.Stream {
+	w := newWalk(c)
+	w.streams[idx].keep = true
+	return &outStream{idx: int32(idx), solo: w}
+}
+
+// Next returns the stream's next instruction, advancing its walk as far as
+// that takes.
+func (o *outStream) Next() (*isa.Instruction, error) {
+	w := o.solo
+	if w == nil {
+		w = o.sess.shared
+	}
+	st := w.streams[o.idx]
+	for {
+		if st.outHead < len(st.out) {
+			e := &st.out[st.outHead]
+			if e.final || w.done {
+				in := e.in
+				st.out[st.outHead] = outEntry{}
+				st.outHead++
+				if st.outHead == len(st.out) {
+					st.out, st.outHead = st.out[:0], 0
+				}
+				o.handed++
+				return in, nil
+			}
+		}
+		if w.err != nil {
+			return nil, w.err
+		}
+		if w.done {
+			return nil, nil
+		}
+		if o.solo == nil && o.sess.bufferedExcept(o.idx) > o.sess.c.soloBuf {
+			o.detach()
+			w = o.solo
+			st = w.streams[o.idx]
+			continue
+		}
+		w.step()
+	}
+}
+
+// bufferedExcept returns how many instructions the shared walk holds for
+// streams other than idx.
+func (s *session) bufferedExcept(idx int32) int {
+	n := 0
+	for _, o := range s.outs {
+		if o.idx != idx && o.solo == nil {
+			n += s.shared.streams[o.idx].buffered()
+		}
+	}
+	return n
+}
+
+// detach gives the stream a walk of its own, which skips what the shared
+// walk has handed out already; the shared walk stops keeping it.
+func (o *outStream) detach() {
+	w := newWalk(o.sess.c)
+	st := w.streams[o.idx]
+	st.keep = true
+	st.skip = o.handed
+	old := o.sess.shared.streams[o.idx]
+	old.keep, old.detached = false, true
+	old.out, old.outHead = nil, 0
+	o.solo = w
+}

@@ -1,0 +1,166 @@
+package sched
+
+import (
+	"github.com/trnsim/trnsim/isa"
+)
+
+// A stream is an engine of a core, or a DMA queue of a core: what a
+// semaphore counts. Positions number a stream's instructions (for a queue,
+// its transfers) from 0.
+//
+// An engine's semaphore counts the instructions that signal it ("marks");
+// which do is decided per instruction: when a later op of another stream
+// needs one, it is marked if it is not yet final, otherwise the consumer
+// waits for the first mark after it. An instruction is final once the
+// walk is FinalizeDistance instructions past it; a final instruction with
+// no mark after it has the newest instruction of its stream marked, so
+// every consumer finds a mark among instructions that precede it in
+// program order (no wait can then deadlock). Every DMA transfer signals
+// its queue's semaphore.
+
+// markRingLen bounds the marks a stream remembers; a consumer of an
+// older instruction waits for the oldest mark remembered (later, so still
+// correct).
+const markRingLen = 256
+
+type stream struct {
+	core   int // core index in the layout
+	queue  int // DMA queue, -1 for an engine
+	engine isa.Engine
+	sem    isa.SemRef
+	// mult is what one mark adds to the semaphore (the DMA engines of the
+	// core, for a queue).
+	mult int64
+	pos  int64 // positions so far
+	// know is an engine's knowledge: for every stream, the highest
+	// position known complete (-1: none). Queues use their trigger's.
+	know []int64
+	// count is the marks so far; marks are the latest, with the knowledge
+	// each marked instruction had.
+	count int64
+	marks []mark
+	mhead int
+	// lastMark is the position of the latest mark (-1: none); newest the
+	// newest position that may be marked (a compute instruction).
+	lastMark int64
+	newest   int64
+	// snaps hold the knowledge at each instruction that changed it (one
+	// that waited), for instructions not yet final, oldest first.
+	snaps []snap
+	// est is when the stream is estimated to be free (ns).
+	est float64
+	// queues an engine triggers DMA transfers on, and the next to use.
+	queues []int
+	rr     int
+	// out holds instructions generated but not handed out (kept streams).
+	out      []outEntry
+	outHead  int
+	keep     bool
+	skip     int64 // instructions to drop (already handed out by another walk)
+	detached bool
+}
+
+type mark struct {
+	pos, count int64
+	clock      []int64
+}
+
+type snap struct {
+	pos   int64
+	clock []int64
+}
+
+type outEntry struct {
+	in  *isa.Instruction
+	pos int64
+	gen int64
+	// final is set once the instruction's signal is decided.
+	final bool
+}
+
+func (s *stream) isQueue() bool { return s.queue >= 0 }
+
+// markAt returns the first mark at position p or later, or nil.
+func (s *stream) markAt(p int64) *mark {
+	n := len(s.marks)
+	if n == 0 || s.lastMark < p {
+		return nil
+	}
+	// The ring holds marks in increasing position from mhead.
+	lo, hi := 0, n
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if s.marks[(s.mhead+mid)%n].pos >= p {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if lo == n {
+		return nil
+	}
+	return &s.marks[(s.mhead+lo)%n]
+}
+
+// addMark records a mark at position p with knowledge clock (copied).
+func (s *stream) addMark(p int64, clock []int64) *mark {
+	s.count++
+	var m *mark
+	if len(s.marks) < markRingLen {
+		s.marks = append(s.marks, mark{clock: make([]int64, len(clock))})
+		m = &s.marks[len(s.marks)-1]
+	} else {
+		m = &s.marks[s.mhead]
+		s.mhead = (s.mhead + 1) % len(s.marks)
+	}
+	m.pos, m.count = p, s.count
+	copy(m.clock, clock)
+	s.lastMark = p
+	return m
+}
+
+// clockAt returns the knowledge of the engine at its position p (p not
+// final yet): the latest snapshot at or before p.
+func (s *stream) clockAt(p int64) []int64 {
+	for i := len(s.snaps) - 1; i >= 0; i-- {
+		if s.snaps[i].pos <= p {
+			return s.snaps[i].clock
+		}
+	}
+	return nil
+}
+
+// pruneSnaps drops snapshots no position from p on needs.
+func (s *stream) pruneSnaps(p int64) {
+	i := 0
+	for i+1 < len(s.snaps) && s.snaps[i+1].pos <= p {
+		i++
+	}
+	if i > 0 {
+		s.snaps = append(s.snaps[:0], s.snaps[i:]...)
+	}
+}
+
+// entryAt returns the kept instruction at position p, or nil.
+func (s *stream) entryAt(p int64) *outEntry {
+	if !s.keep || s.outHead >= len(s.out) {
+		return nil
+	}
+	i := s.outHead + int(p-s.out[s.outHead].pos)
+	if i < s.outHead || i >= len(s.out) || s.out[i].pos != p {
+		return nil
+	}
+	return &s.out[i]
+}
+
+func (s *stream) pushOut(e outEntry) {
+	if s.outHead > 0 && len(s.out) == cap(s.out) {
+		n := copy(s.out, s.out[s.outHead:])
+		clear(s.out[n:])
+		s.out, s.outHead = s.out[:n], 0
+	}
+	s.out = append(s.out, e)
+}
+
+// buffered returns how many instructions the stream holds.
+func (s *stream) buffered() int { return len(s.out) - s.outHead }

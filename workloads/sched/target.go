@@ -1,0 +1,109 @@
+// Package sched is trnsim's one scheduler: it turns a tile-IR kernel
+// (package tile) into an isa.Program for a target, and is the only place
+// where these are decided:
+//
+//   - the order between accesses: read-after-write, write-after-read and
+//     write-after-write on the same bytes — in SBUF, PSUM and HBM, across
+//     engines, DMA queues and cores — become semaphore waits and
+//     increments (engine semaphores count completed instructions, DMA
+//     queue semaphores count completed transfers, an engine's own program
+//     order needs none), with no wait that another already implies;
+//   - the engine of an op the kernel leaves open (by estimated finish
+//     time), the engine that triggers each transfer and its DMA queue;
+//   - SBUF, PSUM and HBM placement with lifetimes: tiles are freed after
+//     their last use and their memory reused, loop tiles rotate over their
+//     slots, PSUM tiles get banks, and a working set that cannot fit is one
+//     typed error (FitError);
+//   - instruction bodies, shared by construction (one per op, engine,
+//     buffer slot and shape), so the simulator decodes each once.
+//
+// It runs once per simulation, generating every stream in one pass over
+// the loop tree as the simulator asks for instructions, and keeps its
+// buffering bounded (an engine whose next instruction lies far ahead gets
+// its own pass). docs/architecture.md says which parts of the policy are
+// ours: the Neuron compiler's is not published.
+package sched
+
+import (
+	"fmt"
+
+	"github.com/trnsim/trnsim/isa"
+)
+
+// Target is what the scheduler knows of the hardware: typed values, never
+// the YAML config.
+type Target struct {
+	// Name is the hardware the program is for (isa.Program.Target).
+	Name   string
+	Limits *isa.Limits
+	Cost   *isa.CostModel
+	// ClockGHz is each engine's clock, for time estimates.
+	ClockGHz [isa.NumEngines]float64
+	// DMAEngineGBps is one DMA engine's bandwidth; DMAStartNs and
+	// DMACompletionNs its fixed latencies (estimates only).
+	DMAEngineGBps   float64
+	DMAStartNs      float64
+	DMACompletionNs float64
+	// HBMBytes is one chip's HBM capacity (0: unchecked).
+	HBMBytes int64
+}
+
+// Options are the scheduler's own choices that a config may set.
+type Options struct {
+	// QueuesPerEngine is how many DMA queues each triggering engine
+	// spreads its transfers over (0: 3).
+	QueuesPerEngine int
+	// DGE is the descriptor generation of transfers the kernel leaves
+	// open; DGEAuto picks hardware DGE where the target has it.
+	DGE     isa.DGEKind
+	DGEAuto bool
+	// FinalizeDistance and SoloBuffer tune streaming (0: defaults): an
+	// instruction's signal is decided once the walk is FinalizeDistance
+	// instructions past it, and a stream whose demand would make the walk
+	// buffer more than SoloBuffer instructions for the others gets a walk
+	// of its own.
+	FinalizeDistance int
+	SoloBuffer       int
+}
+
+// Semaphore layout of every core the scheduler uses: engine e counts on
+// semaphore e; DMA queue q on semaphore QueueSemBase + q.
+const QueueSemBase = 8
+
+// FitError is a working set that does not fit its memory.
+type FitError struct {
+	Kernel string
+	// Tile is the tile that could not be placed.
+	Tile string
+	Mem  isa.Memory
+	Core int
+	// Needed is the bytes the kernel needs (per partition on chip) at the
+	// point the tile does not fit; Available what the memory has.
+	Needed, Available int64
+}
+
+func (e *FitError) Error() string {
+	unit := "bytes per partition"
+	if e.Mem == isa.MemHBM {
+		unit = "bytes"
+	}
+	return fmt.Sprintf("kernel %s: tile %s does not fit %s: the working set needs %d %s, %s has %d",
+		e.Kernel, e.Tile, e.Mem, e.Needed, unit, e.Mem, e.Available)
+}
+
+// OpError is an error in one op of a kernel (an access outside its tile,
+// an instruction the hardware cannot run).
+type OpError struct {
+	Kernel string
+	File   string
+	Pos    string // line:col in the text form, "" for a Go-built kernel
+	Op     string // the op as the text form prints it
+	Msg    string
+}
+
+func (e *OpError) Error() string {
+	if e.File != "" && e.Pos != "" {
+		return fmt.Sprintf("%s:%s: %s: %s", e.File, e.Pos, e.Op, e.Msg)
+	}
+	return fmt.Sprintf("kernel %s: %s: %s", e.Kernel, e.Op, e.Msg)
+}

@@ -1,0 +1,772 @@
+package sched
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/tile"
+)
+
+// A walk executes a kernel's loop tree in program order, one op instance
+// (one instruction) at a time, keeping the scheduler's whole state: the
+// dependency records, every stream's position, knowledge and marks, the
+// estimates, and the instructions of the streams it keeps. It is
+// deterministic: walks of one compiled kernel make the same decisions, so
+// a stream may be served by a walk of its own.
+type walk struct {
+	c        *compiled
+	env      []int64
+	stack    []frame
+	tileInst []int64
+	streams  []*stream
+	tr       *tracker
+	// gen counts the instructions made so far.
+	gen int64
+	// pending are compute instructions whose signal is not yet final, in
+	// the order they were made.
+	pending []pendingFinal
+	phead   int
+	nextID  uint64
+	err     error
+	done    bool
+	// qOwner[core][queue] is the engine that triggers the queue (-1: none).
+	qOwner  [][]int
+	qNext   []int
+	dmaFree []float64
+
+	// scratch
+	depPos   []int64
+	depEst   []float64
+	depList  []int32
+	accs     []accEval
+	key      []int64
+	waitBuf  []waitCand
+	slabIns  []isa.Instruction
+	slabWait []isa.SemWait
+	slabSig  []isa.SemSignal
+	snapPool []int64
+}
+
+type frame struct {
+	stmts []tile.Stmt
+	pc    int
+	loop  *tile.Loop
+	stop  int64
+	step  int64
+	cores bool
+}
+
+type pendingFinal struct {
+	stream int32
+	pos    int64
+	gen    int64
+}
+
+type waitCand struct {
+	stream int32
+	dep    int64 // the position needed
+	pos    int64 // the mark waited for
+	count  int64
+	est    float64
+	clock  []int64
+	drop   bool
+}
+
+// accEval is one operand of an op instance, evaluated.
+type accEval struct {
+	ti     *tileInfo
+	buf    int32
+	nd     int
+	starts [tile.MaxTileDims]int64
+	stops  [tile.MaxTileDims]int64
+	// hbmOff is the byte offset of the slice's start in its HBM tensor.
+	hbmOff int64
+}
+
+func newWalk(c *compiled) *walk {
+	w := &walk{c: c, env: make([]int64, len(c.k.Vars)), tileInst: make([]int64, len(c.k.Tiles)),
+		tr: newTracker(len(c.lay.cores), c.tg.Limits.SBUFPartitionBytes, c.tg.Limits.PSUMPartitionBytes)}
+	n := c.nStreams()
+	for ci, core := range c.lay.cores {
+		for k := 0; k < c.perCore; k++ {
+			s := &stream{core: ci, queue: -1, lastMark: -1, newest: -1}
+			if k < int(isa.NumEngines) {
+				s.engine = isa.Engine(k)
+				s.sem = isa.SemRef{Core: int32(core), ID: int32(k)}
+				s.mult = 1
+				s.know = make([]int64, n)
+				for i := range s.know {
+					s.know[i] = -1
+				}
+			} else {
+				s.queue = k - int(isa.NumEngines)
+				s.sem = isa.SemRef{Core: int32(core), ID: int32(QueueSemBase + s.queue)}
+				s.mult = c.dmaEngines
+			}
+			w.streams = append(w.streams, s)
+		}
+		own := make([]int, c.nQ)
+		for i := range own {
+			own[i] = -1
+		}
+		w.qOwner = append(w.qOwner, own)
+		w.qNext = append(w.qNext, 0)
+		w.dmaFree = append(w.dmaFree, 0)
+	}
+	w.depPos = make([]int64, n)
+	for i := range w.depPos {
+		w.depPos[i] = -1
+	}
+	w.depEst = make([]float64, n)
+	w.stack = append(w.stack, frame{stmts: c.k.Body})
+	return w
+}
+
+// step advances the walk by one instruction (or to its end).
+func (w *walk) step() {
+	if w.done || w.err != nil {
+		return
+	}
+	for len(w.stack) > 0 {
+		f := &w.stack[len(w.stack)-1]
+		if f.pc >= len(f.stmts) {
+			if f.loop != nil {
+				v := f.loop.Var.Index
+				w.env[v] += f.step
+				if w.env[v] < f.stop {
+					f.pc = 0
+					w.newIteration(f.loop)
+					continue
+				}
+			}
+			w.stack = w.stack[:len(w.stack)-1]
+			continue
+		}
+		s := f.stmts[f.pc]
+		f.pc++
+		switch s := s.(type) {
+		case *tile.Loop:
+			start, stop := s.Start.Eval(w.env), s.Stop.Eval(w.env)
+			step, _ := s.Step.Const()
+			if start >= stop {
+				continue
+			}
+			w.env[s.Var.Index] = start
+			w.stack = append(w.stack, frame{stmts: s.Body, loop: s, stop: stop, step: step, cores: s.Kind == tile.Cores})
+			w.newIteration(s)
+		case *tile.If:
+			body := s.Then
+			if s.Cond.Eval(w.env) == 0 {
+				body = s.Else
+			}
+			if len(body) > 0 {
+				w.stack = append(w.stack, frame{stmts: body})
+			}
+		case *tile.Op:
+			if err := w.emit(w.c.ops[s.ID]); err != nil {
+				w.err = err
+				return
+			}
+			w.gen++
+			w.finalize(false)
+			return
+		case *tile.Collective:
+			w.err = &OpError{Kernel: w.c.k.Name, File: w.c.k.File, Pos: s.Pos.String(), Op: "collective " + s.Kind,
+				Msg: "collectives are expanded by the chips and instances work; this scheduler does not run them yet"}
+			return
+		}
+	}
+	w.done = true
+	w.finalize(true)
+}
+
+// newIteration starts a new instance of every tile the loop declares.
+func (w *walk) newIteration(l *tile.Loop) {
+	for _, t := range l.Tiles {
+		w.tileInst[t.ID]++
+	}
+}
+
+// slot returns the slot the current instance of t uses.
+func (w *walk) slot(t *tile.Tile) int {
+	if t.Scope == nil || t.Bufs == 1 {
+		return 0
+	}
+	return int((w.tileInst[t.ID] - 1) % int64(t.Bufs))
+}
+
+// coreOf returns the core an op instance runs on: the enclosing cores
+// loop's, or the core of its first on-chip operand, or the first core.
+func (w *walk) coreOf(oi *opInfo) int {
+	for i := len(w.stack) - 1; i >= 0; i-- {
+		if w.stack[i].cores {
+			return int(w.env[w.stack[i].loop.Var.Index])
+		}
+	}
+	for _, a := range oi.accs {
+		if a.Mem.OnChip() {
+			return a.Core
+		}
+	}
+	return w.c.lay.cores[0]
+}
+
+func (w *walk) opErr(oi *opInfo, format string, args ...any) error {
+	return &OpError{Kernel: w.c.k.Name, File: w.c.k.File, Pos: oi.op.Pos.String(), Op: oi.text, Msg: fmt.Sprintf(format, args...)}
+}
+
+// evalAccesses evaluates the op's operands for the current iteration.
+func (w *walk) evalAccesses(oi *opInfo, core int) error {
+	w.accs = w.accs[:0]
+	for i := range oi.accs {
+		a := &oi.accs[i]
+		t := a.acc.Tile
+		ti := w.c.lay.tiles[t.ID]
+		ae := accEval{ti: ti, nd: len(t.Shape)}
+		if t.Mem.OnChip() {
+			c := t.Core
+			if ti.inCores {
+				c = core
+			}
+			bufs := ti.bufs[c]
+			if bufs == nil {
+				return w.opErr(oi, "tile %s does not exist on core %d", t.Name, c)
+			}
+			ae.buf = bufs[w.slot(t)]
+		} else {
+			ae.buf = ti.bufs[0][0]
+		}
+		for d := 0; d < ae.nd; d++ {
+			if d >= len(a.acc.Ranges) {
+				ae.starts[d], ae.stops[d] = 0, t.Shape[d]
+				continue
+			}
+			r := &a.acc.Ranges[d]
+			st := r.Start.Eval(w.env)
+			sp := st + 1
+			if !r.Index {
+				sp = r.Stop.Eval(w.env)
+			}
+			if st < 0 || sp > t.Shape[d] || st >= sp {
+				return w.opErr(oi, "dimension %d of %s: %d:%d is outside 0:%d or empty", d, t.Name, st, sp, t.Shape[d])
+			}
+			ae.starts[d], ae.stops[d] = st, sp
+		}
+		if t.Mem == isa.MemHBM {
+			off := int64(0)
+			stride := int64(1)
+			for d := ae.nd - 1; d >= 0; d-- {
+				off += ae.starts[d] * stride
+				stride *= t.Shape[d]
+			}
+			ae.hbmOff = off * int64(t.DType.Bytes())
+		}
+		w.accs = append(w.accs, ae)
+	}
+	return nil
+}
+
+// streamOf returns the stream index of engine e (or queue q) of core
+// index ci.
+func (c *compiled) engineStream(ci int, e isa.Engine) int32 { return int32(ci*c.perCore + int(e)) }
+func (c *compiled) queueStream(ci, q int) int32      { return int32(ci*c.perCore + int(isa.NumEngines) + q) }
+
+// emit makes the instruction of one op instance.
+func (w *walk) emit(oi *opInfo) error {
+	op := oi.op
+	core := w.coreOf(oi)
+	ci, ok := w.c.coreIdx[core]
+	if !ok {
+		return w.opErr(oi, "core %d is not one the kernel uses", core)
+	}
+	if err := w.evalAccesses(oi, core); err != nil {
+		return err
+	}
+	if oi.isDMA {
+		return w.emitDMA(oi, core, ci)
+	}
+	// Candidate engines.
+	var cands [3]isa.Engine
+	nc := 0
+	if !op.Any {
+		cands[0], nc = op.Engine, 1
+	} else {
+		for _, e := range []isa.Engine{isa.EngineVector, isa.EngineScalar, isa.EngineGpSimd} {
+			if !op.Opcode.RunsOn(e) {
+				continue
+			}
+			if e == isa.EngineGpSimd && !w.c.tg.Limits.GpSimdPSUMAccess && oi.touchesPSUM {
+				continue
+			}
+			cands[nc] = e
+			nc++
+		}
+		if nc == 0 {
+			return w.opErr(oi, "no engine can run it")
+		}
+	}
+	var metas [3]*bodyMeta
+	for i := 0; i < nc; i++ {
+		m, err := w.body(oi, core, cands[i], -1, isa.DGENone)
+		if err != nil {
+			if nc > 1 && i > 0 {
+				// An engine that cannot run this instance is no candidate.
+				cands[i] = 255
+				continue
+			}
+			return err
+		}
+		metas[i] = m
+	}
+	w.collect(oi, ci, metas[0])
+	// The engine estimated to finish first.
+	best, bestFinish, bestStart := -1, 0.0, 0.0
+	for i := 0; i < nc; i++ {
+		if cands[i] == 255 {
+			continue
+		}
+		s := w.c.engineStream(ci, cands[i])
+		start := w.streams[s].est
+		for _, d := range w.depList {
+			if d != s {
+				start = max(start, w.depEst[d])
+			}
+		}
+		finish := start + metas[i].intervalNs
+		if best < 0 || finish < bestFinish {
+			best, bestFinish, bestStart = i, finish, start
+		}
+	}
+	eng, meta := cands[best], metas[best]
+	sid := w.c.engineStream(ci, eng)
+	st := w.streams[sid]
+	waits := w.waits(st, sid, -1)
+	p := st.pos
+	st.pos++
+	st.know[sid] = p
+	if len(waits) > 0 {
+		w.snapshot(st, p)
+	}
+	st.newest = p
+	done := bestStart + meta.latencyNs
+	st.est = bestStart + meta.intervalNs
+	w.record(ci, meta, sid, p, done)
+	w.pending = append(w.pending, pendingFinal{stream: sid, pos: p, gen: w.gen})
+	oi.lastStream, oi.lastPos, oi.lastValid = sid, p, true
+	w.output(st, meta, waits, nil, 0, p, false)
+	w.clearDeps()
+	return nil
+}
+
+// emitDMA makes a transfer's trigger instruction.
+func (w *walk) emitDMA(oi *opInfo, core, ci int) error {
+	op := oi.op
+	tg := w.c.tg
+	dge := w.c.opts.DGE
+	if w.c.opts.DGEAuto {
+		dge = isa.DGENone
+		if tg.Limits.HardwareDGE {
+			dge = isa.DGEHardware
+		}
+	}
+	if op.DGESet {
+		dge = op.Attrs.DGE
+	}
+	if (op.Opcode == isa.OpDMAGather || op.Opcode == isa.OpDMAScatter) && !op.DGESet {
+		dge = isa.DGESoftware
+	}
+	allowed := func(e isa.Engine) bool {
+		switch dge {
+		case isa.DGEHardware:
+			return e == isa.EngineSync || e == isa.EngineScalar
+		case isa.DGESoftware:
+			return e == isa.EngineGpSimd
+		}
+		return e != isa.EngineTensor
+	}
+	// Dependencies first: the trigger's choice uses them.
+	probe, err := w.body(oi, core, isa.EngineSync, 0, isa.DGENone)
+	if err != nil {
+		return err
+	}
+	w.collect(oi, ci, probe)
+	var eng isa.Engine
+	switch {
+	case !op.Any:
+		eng = op.Engine
+		if !allowed(eng) {
+			return w.opErr(oi, "%s DGE transfers are not triggered from %s", dge, eng)
+		}
+	case op.QueuePinned && w.qOwner[ci][op.Attrs.Queue] >= 0:
+		eng = isa.Engine(w.qOwner[ci][op.Attrs.Queue])
+	case oi.loadOnly && allowed(isa.EngineSync):
+		// A load (every input in HBM) goes to the Sync engine, whose stream
+		// has no compute, so it runs ahead of the engines it feeds.
+		eng = isa.EngineSync
+	default:
+		// A transfer of computed data: the engine estimated to be free
+		// first (ScalarE, then GpSimd, then Sync on a tie), so it waits
+		// for its data without holding up the loads behind it.
+		first := true
+		var bestStart float64
+		for _, e := range []isa.Engine{isa.EngineScalar, isa.EngineGpSimd, isa.EngineSync} {
+			if !allowed(e) {
+				continue
+			}
+			s := w.c.engineStream(ci, e)
+			start := w.streams[s].est
+			for _, d := range w.depList {
+				if d != s {
+					start = max(start, w.depEst[d])
+				}
+			}
+			if first || start < bestStart {
+				eng, bestStart, first = e, start, false
+			}
+		}
+		if first {
+			return w.opErr(oi, "no engine can trigger a %s DGE transfer", dge)
+		}
+	}
+	q, err := w.queueFor(oi, ci, eng)
+	if err != nil {
+		return err
+	}
+	meta, err := w.body(oi, core, eng, q, dge)
+	if err != nil {
+		return err
+	}
+	tid := w.c.engineStream(ci, eng)
+	qid := w.c.queueStream(ci, q)
+	ts, qs := w.streams[tid], w.streams[qid]
+	// The queue keeps its transfers in order: no wait on itself.
+	waits := w.waits(ts, tid, qid)
+	pe := ts.pos
+	ts.pos++
+	ts.know[tid] = pe
+	if len(waits) > 0 {
+		w.snapshot(ts, pe)
+	}
+	pq := qs.pos
+	qs.pos++
+	// Every transfer signals its queue: its mark carries the trigger's
+	// knowledge.
+	m := qs.addMark(pq, ts.know)
+	m.clock[qid] = pq
+	start := ts.est
+	for _, d := range w.depList {
+		if d != tid && d != qid {
+			start = max(start, w.depEst[d])
+		}
+	}
+	ts.est = start + meta.intervalNs
+	xfer := max(start+tg.DMAStartNs, w.dmaFree[ci])
+	w.dmaFree[ci] = xfer + meta.xferNs
+	done := w.dmaFree[ci] + tg.DMACompletionNs
+	w.record(ci, meta, qid, pq, done)
+	oi.lastStream, oi.lastPos, oi.lastValid = qid, pq, true
+	w.output(ts, meta, waits, qs, q, pe, true)
+	w.clearDeps()
+	return nil
+}
+
+// queueFor returns the DMA queue a transfer triggered by eng uses: the one
+// the kernel pins, or the next of the engine's queues in turn. Each queue
+// is triggered by one engine, so its order is that engine's program order.
+func (w *walk) queueFor(oi *opInfo, ci int, eng isa.Engine) (int, error) {
+	owner := w.qOwner[ci]
+	if oi.op.QueuePinned {
+		q := int(oi.op.Attrs.Queue)
+		if q >= w.c.nQ {
+			return 0, w.opErr(oi, "queue %d does not exist (%d queues)", q, w.c.nQ)
+		}
+		if owner[q] >= 0 && owner[q] != int(eng) {
+			return 0, w.opErr(oi, "queue %d is triggered by %s already; a queue has one triggering engine", q, isa.Engine(owner[q]))
+		}
+		owner[q] = int(eng)
+		return q, nil
+	}
+	s := w.streams[w.c.engineStream(ci, eng)]
+	if len(s.queues) < w.c.queuesPerEngine {
+		// Take the next free queue while the engine has fewer than its
+		// share; when none is left, it shares those it has.
+		for i := 0; i < w.c.nQ; i++ {
+			q := (w.qNext[ci] + i) % w.c.nQ
+			if owner[q] < 0 {
+				owner[q] = int(eng)
+				s.queues = append(s.queues, q)
+				w.qNext[ci] = q + 1
+				break
+			}
+		}
+	}
+	if len(s.queues) == 0 {
+		return 0, w.opErr(oi, "every DMA queue of core %d is triggered by another engine", w.c.lay.cores[ci])
+	}
+	q := s.queues[s.rr%len(s.queues)]
+	s.rr++
+	return q, nil
+}
+
+// collect gathers the op instance's dependencies: for every stream, the
+// latest conflicting position and the estimated completion.
+func (w *walk) collect(oi *opInfo, ci int, meta *bodyMeta) {
+	add := func(stream int32, pos int64, est float64) {
+		if w.depPos[stream] < 0 {
+			w.depList = append(w.depList, stream)
+		}
+		if pos > w.depPos[stream] {
+			w.depPos[stream] = pos
+		}
+		if est > w.depEst[stream] {
+			w.depEst[stream] = est
+		}
+	}
+	for i := range meta.spans {
+		sp := &meta.spans[i]
+		if sp.Hi > sp.Lo {
+			w.tr.spanConflicts(w.spanCore(sp), sp, add)
+		}
+	}
+	for i := range meta.hbm {
+		h := &meta.hbm[i]
+		reg := w.region(h, &w.accs[h.acc])
+		w.tr.regionConflicts(h.idx, &reg, h.write, add)
+	}
+	for _, a := range oi.op.After {
+		ai := w.c.ops[a.ID]
+		if ai.lastValid {
+			add(ai.lastStream, ai.lastPos, 0)
+		}
+	}
+}
+
+// spanCore returns the core index of a span's memory.
+func (w *walk) spanCore(sp *isa.Span) int { return w.c.coreIdx[int(sp.Core)] }
+
+func (w *walk) region(h *hbmOperand, ae *accEval) isa.Region {
+	ap := h.op.AP
+	ap.Offset += ae.hbmOff
+	return isa.RegionOf(h.buf, h.idx, &ap)
+}
+
+func (w *walk) clearDeps() {
+	for _, d := range w.depList {
+		w.depPos[d], w.depEst[d] = -1, 0
+	}
+	w.depList = w.depList[:0]
+}
+
+// record remembers the instance's accesses.
+func (w *walk) record(ci int, meta *bodyMeta, stream int32, pos int64, est float64) {
+	for i := range meta.spans {
+		sp := &meta.spans[i]
+		if sp.Hi > sp.Lo {
+			w.tr.recordSpan(w.spanCore(sp), sp, stream, pos, est)
+		}
+	}
+	for i := range meta.hbm {
+		h := &meta.hbm[i]
+		reg := w.region(h, &w.accs[h.acc])
+		w.tr.recordRegion(h.idx, &reg, h.write, stream, pos, est)
+	}
+}
+
+// waits turns the collected dependencies into the waits of an instruction
+// of stream self (whose knowledge is st.know; skip is a stream ordered by
+// itself, a queue's own), joining what they tell into st.know: the fewest
+// waits, none implied by another.
+func (w *walk) waits(st *stream, self, skip int32) []waitCand {
+	cands := w.waitBuf[:0]
+	for _, d := range w.depList {
+		if d == self || d == skip {
+			continue
+		}
+		p := w.depPos[d]
+		if p <= st.know[d] {
+			continue
+		}
+		cands = append(cands, waitCand{stream: d, dep: p, est: w.depEst[d]})
+	}
+	if len(cands) == 0 {
+		w.waitBuf = cands
+		return nil
+	}
+	// The producer expected to finish last first: its knowledge is the
+	// likeliest to imply the others.
+	if len(cands) > 1 {
+		sort.Slice(cands, func(i, j int) bool {
+			if cands[i].est != cands[j].est {
+				return cands[i].est > cands[j].est
+			}
+			return cands[i].stream < cands[j].stream
+		})
+	}
+	for i := range cands {
+		c := &cands[i]
+		if c.dep <= st.know[c.stream] {
+			c.drop = true
+			continue
+		}
+		c.pos, c.count, c.clock = w.resolve(c.stream, c.dep)
+		join(st.know, c.clock)
+	}
+	// A wait implied by another's knowledge goes.
+	for i := range cands {
+		ci := &cands[i]
+		if ci.drop {
+			continue
+		}
+		for j := range cands {
+			cj := &cands[j]
+			if i != j && !cj.drop && cj.clock[ci.stream] >= ci.dep {
+				ci.drop = true
+				break
+			}
+		}
+	}
+	kept := cands[:0]
+	for _, c := range cands {
+		if !c.drop {
+			kept = append(kept, c)
+		}
+	}
+	w.waitBuf = kept
+	return kept
+}
+
+func join(dst, src []int64) {
+	for i, v := range src {
+		if v > dst[i] {
+			dst[i] = v
+		}
+	}
+}
+
+// resolve returns the mark a consumer of stream d's position p waits for:
+// the first mark at p or after, marking p when it is not final yet.
+func (w *walk) resolve(d int32, p int64) (pos, count int64, clock []int64) {
+	s := w.streams[d]
+	if m := s.markAt(p); m != nil {
+		return m.pos, m.count, m.clock
+	}
+	m := w.markEngine(d, p)
+	return m.pos, m.count, m.clock
+}
+
+// markEngine marks position p of engine stream d (not final, and after
+// every mark so far).
+func (w *walk) markEngine(d int32, p int64) *mark {
+	s := w.streams[d]
+	clock := s.clockAt(p)
+	if clock == nil {
+		clock = w.noKnowledge()
+	}
+	m := s.addMark(p, clock)
+	m.clock[d] = p
+	if e := s.entryAt(p); e != nil {
+		e.in.Signal = w.signal(s.sem, 1)
+	}
+	return m
+}
+
+func (w *walk) noKnowledge() []int64 {
+	n := w.c.nStreams()
+	if len(w.snapPool) < n {
+		w.snapPool = make([]int64, n*64)
+	}
+	c := w.snapPool[:n:n]
+	w.snapPool = w.snapPool[n:]
+	for i := range c {
+		c[i] = -1
+	}
+	return c
+}
+
+// snapshot remembers an engine's knowledge at position p (it waited).
+func (w *walk) snapshot(st *stream, p int64) {
+	n := len(st.know)
+	if len(w.snapPool) < n {
+		w.snapPool = make([]int64, n*64)
+	}
+	c := w.snapPool[:n:n]
+	w.snapPool = w.snapPool[n:]
+	copy(c, st.know)
+	st.snaps = append(st.snaps, snap{pos: p, clock: c})
+}
+
+// finalize decides the signals of the compute instructions the walk has
+// gone far enough past (all of them at the end): one that has no mark
+// after it gets its stream's newest instruction marked.
+func (w *walk) finalize(all bool) {
+	for w.phead < len(w.pending) {
+		pf := w.pending[w.phead]
+		if !all && pf.gen+w.c.finalDist > w.gen {
+			break
+		}
+		w.phead++
+		s := w.streams[pf.stream]
+		if !all && s.lastMark < pf.pos {
+			w.markEngine(pf.stream, s.newest)
+		}
+		if e := s.entryAt(pf.pos); e != nil {
+			e.final = true
+		}
+		s.pruneSnaps(pf.pos + 1)
+	}
+	if w.phead > 4096 && w.phead*2 > len(w.pending) {
+		n := copy(w.pending, w.pending[w.phead:])
+		w.pending, w.phead = w.pending[:n], 0
+	}
+}
+
+// signal returns a one-element signal slice.
+func (w *walk) signal(sem isa.SemRef, add int64) []isa.SemSignal {
+	if len(w.slabSig) == cap(w.slabSig) {
+		w.slabSig = make([]isa.SemSignal, 0, 256)
+	}
+	w.slabSig = append(w.slabSig, isa.SemSignal{Sem: sem, Add: add})
+	n := len(w.slabSig)
+	return w.slabSig[n-1 : n : n]
+}
+
+// output makes the instruction for a kept stream.
+func (w *walk) output(st *stream, meta *bodyMeta, waits []waitCand, qs *stream, q int, pos int64, dma bool) {
+	if !st.keep {
+		return
+	}
+	if st.skip > 0 {
+		st.skip--
+		return
+	}
+	if len(w.slabIns) == cap(w.slabIns) {
+		w.slabIns = make([]isa.Instruction, 0, 256)
+	}
+	w.slabIns = append(w.slabIns, isa.Instruction{Body: meta.body, HBMOffset: w.hbmOffset(meta)})
+	in := &w.slabIns[len(w.slabIns)-1]
+	if len(waits) > 0 {
+		if len(w.slabWait)+len(waits) > cap(w.slabWait) {
+			w.slabWait = make([]isa.SemWait, 0, max(512, len(waits)))
+		}
+		i0 := len(w.slabWait)
+		for _, c := range waits {
+			ws := w.streams[c.stream]
+			w.slabWait = append(w.slabWait, isa.SemWait{Sem: ws.sem, Value: c.count * ws.mult})
+		}
+		in.Waits = w.slabWait[i0:len(w.slabWait):len(w.slabWait)]
+	}
+	if dma {
+		in.Signal = w.signal(qs.sem, 1)
+	}
+	st.pushOut(outEntry{in: in, pos: pos, gen: w.gen, final: dma})
+}
+
+// hbmOffset returns the instance's HBM offset for a body whose HBM
+// operand sits at its tensor's start.
+func (w *walk) hbmOffset(meta *bodyMeta) int64 {
+	if !meta.sharedHBM || len(meta.hbm) == 0 {
+		return 0
+	}
+	return w.accs[meta.hbm[0].acc].hbmOff
+}

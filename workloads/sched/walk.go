@@ -270,7 +270,7 @@ func (w *walk) evalAccesses(oi *opInfo, core int) error {
 // streamOf returns the stream index of engine e (or queue q) of core
 // index ci.
 func (c *compiled) engineStream(ci int, e isa.Engine) int32 { return int32(ci*c.perCore + int(e)) }
-func (c *compiled) queueStream(ci, q int) int32      { return int32(ci*c.perCore + int(isa.NumEngines) + q) }
+func (c *compiled) queueStream(ci, q int) int32             { return int32(ci*c.perCore + int(isa.NumEngines) + q) }
 
 // emit makes the instruction of one op instance.
 func (w *walk) emit(oi *opInfo) error {

@@ -146,7 +146,7 @@ func TestLoadErrorsUnknownField(t *testing.T) {
 			"  gemm: {m: 128, k: 128, n: 128}",
 			"  lowering:",
 			"    tile_m: 128",
-		), nil, "test.yaml:6:5: workload.lowering.tile_m: unknown field (known fields of workload.lowering: accumulate_dtype, block_k, block_m, block_n, buffers, dge, dma_queues, elementwise_free, evacuate, loop_order, psum_banks, tile_n)"},
+		), nil, "test.yaml:6:5: workload.lowering.tile_m: unknown field (known fields of workload.lowering: accumulate_dtype, block_k, block_m, block_n, buffers, dge, dma_queues, elementwise_free, evacuate, loop_order, psum_banks, result_buffers, tile_n, transpose)"},
 		{"outputs", withGEMM(
 			"hardware: {preset: trn2}",
 			"outputs: {png: x.png}",
@@ -501,15 +501,15 @@ func TestLoadErrorsParallel(t *testing.T) {
 func TestLoadErrorsWorkload(t *testing.T) {
 	hw := "hardware: {preset: trn2}"
 	runErrCases(t, []errCase{
-		{"no workload section", y(hw), nil, "test.yaml: workload.kind: required (kinds: gemm, elementwise, assembly)"},
+		{"no workload section", y(hw), nil, "test.yaml: workload.kind: required (kinds: gemm, elementwise, assembly, tile)"},
 		{"missing kind", y(hw,
 			"workload:",
 			"  gemm: {m: 128, k: 128, n: 128}",
-		), nil, "test.yaml:3:3: workload.kind: required (kinds: gemm, elementwise, assembly)"},
+		), nil, "test.yaml:3:3: workload.kind: required (kinds: gemm, elementwise, assembly, tile)"},
 		{"unknown kind", y(hw,
 			"workload:",
 			"  kind: conv2d",
-		), nil, "test.yaml:3:9: workload.kind: unsupported workload kind \"conv2d\" (kinds: gemm, elementwise, assembly)"},
+		), nil, "test.yaml:3:9: workload.kind: unsupported workload kind \"conv2d\" (kinds: gemm, elementwise, assembly, tile)"},
 		{"section mismatch", y(hw,
 			"workload:",
 			"  kind: gemm",
@@ -625,7 +625,7 @@ func TestLoadErrorsWorkload(t *testing.T) {
 			"  kind: gemm",
 			"  gemm: {m: 128, k: 128, n: 128}",
 			"  lowering: {evacuate: gpsimd}",
-		), nil, "test.yaml:5:24: workload.lowering.evacuate: must be vector, scalar or alternate, got \"gpsimd\""},
+		), nil, "test.yaml:5:24: workload.lowering.evacuate: must be vector, scalar, alternate or auto, got \"gpsimd\""},
 	})
 }
 
@@ -767,7 +767,7 @@ func TestLoadErrorsSets(t *testing.T) {
 		{"wrong type", ok, []string{"hardware.core.sbuf.partition_kib=big"}, "--set hardware.core.sbuf.partition_kib=big: expected an integer, got \"big\""},
 		{"check tag", ok, []string{"hardware.core.sbuf.partition_kib=-1"}, "--set hardware.core.sbuf.partition_kib=-1: must be greater than 0, got -1"},
 		{"cross-field rule", ok, []string{"hardware.core.psum.banks=3"}, "--set hardware.core.psum.banks=3: 3 banks do not divide 16 KiB evenly"},
-		{"workload kind", ok, []string{"workload.kind=conv"}, "--set workload.kind=conv: unsupported workload kind \"conv\" (kinds: gemm, elementwise, assembly)"},
+		{"workload kind", ok, []string{"workload.kind=conv"}, "--set workload.kind=conv: unsupported workload kind \"conv\" (kinds: gemm, elementwise, assembly, tile)"},
 		{"section given a value", ok, []string{"hardware=trn2"}, "--set hardware=trn2: expected a mapping, got \"trn2\""},
 		{"workload field", ok, []string{"workload.gemm.m=lots"}, "--set workload.gemm.m=lots: expected an integer, got \"lots\""},
 		// The rule names the field the --set changed, not hardware.chips

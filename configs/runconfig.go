@@ -39,11 +39,12 @@ type Workload struct {
 	GEMM        *GEMMWorkload        `yaml:"gemm"`
 	Elementwise *ElementwiseWorkload `yaml:"elementwise"`
 	Assembly    *AssemblyWorkload    `yaml:"assembly"`
+	Tile        *TileWorkload        `yaml:"tile"`
 	Lowering    Lowering             `yaml:"lowering"`
 }
 
 // WorkloadKinds lists the supported workload kinds.
-var WorkloadKinds = []string{"gemm", "elementwise", "assembly"}
+var WorkloadKinds = []string{"gemm", "elementwise", "assembly", "tile"}
 
 // GEMMWorkload is C[M,N] = A[M,K] @ B[K,N].
 type GEMMWorkload struct {
@@ -73,6 +74,15 @@ type ElementwiseWorkload struct {
 	Engine string `yaml:"engine"`
 }
 
+// TileWorkload runs a kernel written in the tile IR (docs/tile.md), from a
+// file or given inline; the scheduler orders, places and synchronises it.
+type TileWorkload struct {
+	// File is the kernel's path, relative to the run config.
+	File string `yaml:"file"`
+	// Source is the kernel's text itself (instead of File).
+	Source string `yaml:"source"`
+}
+
 // AssemblyWorkload runs a hand-written program, from a file or given inline.
 type AssemblyWorkload struct {
 	// File is the assembly path, relative to the run config.
@@ -94,15 +104,23 @@ type Lowering struct {
 	// Buffers is the SBUF buffering depth of input blocks: 1 single, 2
 	// double, ...
 	Buffers int `yaml:"buffers" check:"nonneg"`
-	// DMAQueues is how many DMA queues the lowering spreads transfers over.
+	// ResultBuffers is how many result blocks (per M block, in loop order
+	// nkm) rotate in SBUF, so storing one overlaps computing the next.
+	ResultBuffers int `yaml:"result_buffers" check:"nonneg"`
+	// DMAQueues is how many DMA queues each engine that triggers
+	// transfers spreads them over.
 	DMAQueues int `yaml:"dma_queues" check:"nonneg"`
 	// PSUMBanks is how many PSUM banks the lowering may use.
 	PSUMBanks int `yaml:"psum_banks" check:"nonneg"`
 	// DGE is the descriptor generation for DMAs: none, hw or auto.
 	DGE string `yaml:"dge"`
-	// Evacuate is the engine that copies PSUM results out: vector, scalar
-	// or alternate.
+	// Evacuate is the engine that copies PSUM results out: vector, scalar,
+	// alternate, or auto (the scheduler chooses by estimated finish time).
 	Evacuate string `yaml:"evacuate"`
+	// Transpose is how A stored [M, K] (a_layout: mk) is transposed into
+	// the stationary layout: dma (DMA transposes, 2- and 4-byte dtypes),
+	// tensor (TensorE transposes through PSUM), or auto (dma where it can).
+	Transpose string `yaml:"transpose"`
 	// ElementwiseFree is the free size of each elementwise instruction.
 	ElementwiseFree int `yaml:"elementwise_free" check:"nonneg"`
 	// LoopOrder is the GEMM block loop order: nkm (K blocks outside M

@@ -91,6 +91,17 @@ func (c *RunConfig) setUnder(path string) string {
 	return found[0]
 }
 
+// UserSet returns the first of paths whose value the user set (in the run
+// config or by --set) rather than a preset or a default.
+func (c *RunConfig) UserSet(paths ...string) (string, bool) {
+	for _, p := range paths {
+		if s, ok := c.Sources[p]; ok && !strings.HasPrefix(s.File, "preset ") {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 // userSetOf returns the first of paths whose value the user set (in the
 // run config or by --set) rather than a preset, else the last one: a rule
 // between fields is blamed on the field the user changed.
@@ -121,7 +132,7 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	if !contains(WorkloadKinds, w.Kind) {
 		return c.errAtPath("workload.kind", "unsupported workload kind %q (kinds: %s)", w.Kind, strings.Join(WorkloadKinds, ", "))
 	}
-	present := map[string]bool{"gemm": w.GEMM != nil, "elementwise": w.Elementwise != nil, "assembly": w.Assembly != nil}
+	present := map[string]bool{"gemm": w.GEMM != nil, "elementwise": w.Elementwise != nil, "assembly": w.Assembly != nil, "tile": w.Tile != nil}
 	for _, k := range WorkloadKinds {
 		if present[k] && k != w.Kind {
 			// Blame whichever of the two a --set gave (the kind of an
@@ -223,6 +234,21 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 		if st, err := os.Stat(a.File); err != nil || st.IsDir() {
 			return c.errAtPath("workload.assembly.file", "%s: no such file", a.File)
 		}
+	case "tile":
+		a := w.Tile
+		if a.File == "" && a.Source == "" {
+			return required("workload.tile.file", " (or give the kernel in workload.tile.source)")
+		}
+		if a.File != "" && a.Source != "" {
+			return c.errAtPath("workload.tile.source", "give the kernel in file or in source, not both")
+		}
+		if a.Source != "" {
+			break
+		}
+		a.File = c.ResolvePath(a.File)
+		if st, err := os.Stat(a.File); err != nil || st.IsDir() {
+			return c.errAtPath("workload.tile.file", "%s: no such file", a.File)
+		}
 	}
 	l := &w.Lowering
 	if l.DGE != "" && !contains([]string{"none", "hw", "auto"}, l.DGE) {
@@ -239,8 +265,11 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 			return err
 		}
 	}
-	if l.Evacuate != "" && !contains([]string{"vector", "scalar", "alternate"}, l.Evacuate) {
-		return c.errAtPath("workload.lowering.evacuate", "must be vector, scalar or alternate, got %q", l.Evacuate)
+	if l.Evacuate != "" && !contains([]string{"vector", "scalar", "alternate", "auto"}, l.Evacuate) {
+		return c.errAtPath("workload.lowering.evacuate", "must be vector, scalar, alternate or auto, got %q", l.Evacuate)
+	}
+	if l.Transpose != "" && !contains([]string{"dma", "tensor", "auto"}, l.Transpose) {
+		return c.errAtPath("workload.lowering.transpose", "must be dma, tensor or auto, got %q", l.Transpose)
 	}
 	return nil
 }

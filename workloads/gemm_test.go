@@ -69,7 +69,7 @@ func TestLoweringErrorsNameTheField(t *testing.T) {
 	}{
 		{[]string{"workload.lowering.tile_n=1024"}, "--set workload.lowering.tile_n=1024: 1024 exceeds the moving free size limit of 512"},
 		{[]string{"workload.lowering.block_m=100"}, "workload.lowering.block_m"},
-		{[]string{"workload.lowering.block_m=4096", "workload.lowering.block_n=2048", "workload.lowering.block_k=2048"}, "more than SBUF's 224 KiB"},
+		{[]string{"workload.lowering.block_m=4096", "workload.lowering.block_n=2048", "workload.lowering.block_k=2048"}, "more than SBUF's 224.0 KiB"},
 		{[]string{"workload.lowering.psum_banks=9"}, "--set workload.lowering.psum_banks=9: 9 exceeds the 8 PSUM banks"},
 		{[]string{"workload.lowering.evacuate=scalar", "workload.lowering.block_k=512"}, "--set workload.lowering.evacuate=scalar: scalar evacuation needs K in one block"},
 	}

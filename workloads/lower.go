@@ -1,12 +1,14 @@
 // Package workloads turns a run config's workload into an isa.Program for
-// the configured hardware: a GEMM tiled and double-buffered for the
-// 128-partition layout, elementwise ops on ScalarE/VectorE, or a
-// hand-written assembly file. The lowering's choices (tile and block sizes,
-// buffering depth, queues) are config fields so they can be swept; when a
-// field is zero the lowering picks a value and reports it.
+// the configured hardware. It is the config layer of the software side: it
+// reads the YAML config, gives the kernels (package kernels) and the
+// scheduler (package sched) a typed target and typed options, and maps
+// their errors back to the fields the user wrote. Workloads are a GEMM,
+// elementwise ops, a kernel in the tile IR (a .tile file), or hand-written
+// assembly. Every lowering choice is a config field, so sweeps can move
+// it; a field left at zero is chosen and reported.
 //
-// This is the first workload path; the PyTorch-style op graph grows on top
-// of it (each op lowers through the same builders and carries its op id).
+// The PyTorch-style op graph grows here (sub-packages graph, zoo): each op
+// lowers through a kernel and carries its op id.
 package workloads
 
 import (
@@ -79,6 +81,8 @@ func Lower(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			return parseAssembly(cfg, w.Assembly.Source, "workload.assembly.source")
 		}
 		return LoadAssembly(cfg, w.Assembly.File)
+	case "tile":
+		return lowerTile(cfg)
 	}
 	return nil, nil, cfg.FieldError("workload.kind", "unsupported workload kind %q", w.Kind)
 }

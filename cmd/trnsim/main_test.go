@@ -106,10 +106,10 @@ func TestBadInputGivesOneClearErrorAndNoOutput(t *testing.T) {
 		{"unsupported workload", []string{"run", unsupported}, "workload.kind: unsupported workload kind \"llama\""},
 		{"missing file", []string{"run", filepath.Join(dir, "nope.yaml")}, "nope.yaml: no such file"},
 		{"deadlock", []string{"run", deadlock}, "deadlock: 1 engine(s) can never continue"},
-		{"working set", []string{"run", tooBig}, "more than SBUF's 224 KiB"},
+		{"working set", []string{"run", tooBig}, "more than SBUF's 224.0 KiB"},
 		{"unknown command", []string{"fly"}, "unknown command \"fly\""},
 		{"bad --set", []string{"run", "--set", "hardware.core.sbuf.partition_kib=big"}, "--set hardware.core.sbuf.partition_kib=big: expected an integer"},
-		{"too big for HBM", []string{"run", "--set", "workload.gemm.m=10000000", "--set", "workload.gemm.k=10000000"}, "the GEMM does not fit one chip: its tensors need"},
+		{"too big for HBM", []string{"run", "--set", "workload.gemm.m=10000000", "--set", "workload.gemm.k=10000000"}, "the gemm kernel's tensors do not fit one chip's HBM: they need"},
 		{"unknown --preset", []string{"run", "--preset", "trn9"}, `--preset trn9: unknown preset "trn9" (presets: inf2, trn1, trn2, trn3)`},
 		// A utilisation above 100% is never clamped: the run fails.
 		{"faster than the peak", []string{"run", "--set", "hardware.costs.tensor.multiply_moving.default.interval=N/4", "--set", "workload.gemm.m=256", "--set", "workload.gemm.k=512", "--set", "workload.gemm.n=512"},

@@ -1,0 +1,270 @@
+package workloads
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/kernels"
+	"github.com/trnsim/trnsim/workloads/sched"
+	"github.com/trnsim/trnsim/workloads/tile"
+)
+
+// schedOptions returns the scheduler's options from the lowering fields.
+func schedOptions(cfg *configs.RunConfig) (sched.Options, error) {
+	l := &cfg.Workload.Lowering
+	o := sched.Options{QueuesPerEngine: l.DMAQueues}
+	if l.DMAQueues > cfg.Hardware.Core.DMA.QueuesPerEngine {
+		return o, cfg.FieldError("workload.lowering.dma_queues", "%d exceeds the %d DMA queues", l.DMAQueues, cfg.Hardware.Core.DMA.QueuesPerEngine)
+	}
+	switch l.DGE {
+	case "", "auto":
+		o.DGEAuto = true
+	case "hw":
+		o.DGE = isa.DGEHardware
+	case "none":
+		o.DGE = isa.DGENone
+	}
+	return o, nil
+}
+
+// compile schedules a kernel, mapping a working set that does not fit to
+// the first of fitFields the user set.
+func compile(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]string) (*sched.Program, error) {
+	opts, err := schedOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p, err := sched.Compile(k, Target(cfg), opts)
+	if err != nil {
+		return nil, mapError(cfg, err, fitFields)
+	}
+	return p, nil
+}
+
+// mapError turns a kernel's or the scheduler's error into one that names
+// the field the user set.
+func mapError(cfg *configs.RunConfig, err error, fitFields map[isa.Memory][]string) error {
+	var oe *kernels.OptionError
+	if errors.As(err, &oe) {
+		return cfg.FieldError("workload.lowering."+oe.Option, "%s", oe.Msg)
+	}
+	var se *kernels.ShapeError
+	if errors.As(err, &se) {
+		return cfg.FieldError("workload."+cfg.Workload.Kind+"."+se.Dim, "%s", se.Msg)
+	}
+	var fe *sched.FitError
+	if errors.As(err, &fe) {
+		return fitError(cfg, fe, fitFields[fe.Mem])
+	}
+	return err
+}
+
+// fitError blames a working set that does not fit on the first of fields
+// the user set (a memory size, a block size), else on the workload.
+func fitError(cfg *configs.RunConfig, fe *sched.FitError, fields []string) error {
+	mem := strings.ToUpper(fe.Mem.String())
+	var msg string
+	if fe.Mem == isa.MemHBM {
+		msg = fmt.Sprintf("the %s kernel's tensors do not fit one chip's HBM: they need %.1f GiB, the chip has %.1f GiB (at tensor %s)",
+			fe.Kernel, float64(fe.Needed)/(1<<30), float64(fe.Available)/(1<<30), fe.Tile)
+	} else {
+		msg = fmt.Sprintf("the %s kernel's working set does not fit %s: %s needs %.1f KiB per partition, more than %s's %.1f KiB",
+			fe.Kernel, mem, fe.Tile, float64(fe.Needed)/1024, mem, float64(fe.Available)/1024)
+	}
+	if path, ok := cfg.UserSet(fields...); ok {
+		return cfg.FieldError(path, "%s", msg)
+	}
+	return cfg.FieldError("workload.kind", "%s", msg)
+}
+
+var gemmFit = map[isa.Memory][]string{
+	isa.MemSBUF: {"hardware.core.sbuf.partition_kib", "workload.lowering.block_m", "workload.lowering.block_n",
+		"workload.lowering.block_k", "workload.lowering.buffers", "workload.lowering.result_buffers", "workload.gemm.m",
+		"workload.gemm.n", "workload.gemm.k"},
+	isa.MemPSUM: {"hardware.core.psum.partition_kib", "hardware.core.psum.banks", "workload.lowering.psum_banks",
+		"workload.lowering.block_n", "workload.lowering.tile_n"},
+	isa.MemHBM: {"workload.gemm.m", "workload.gemm.n", "workload.gemm.k", "hardware.chip.hbm.stack_gib"},
+}
+
+// lowerGEMM lowers C[M,N] = A[M,K] @ B[K,N] on one NeuronCore through the
+// GEMM kernel and the scheduler.
+func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+	g := cfg.Workload.GEMM
+	l := &cfg.Workload.Lowering
+	in, _ := isa.ParseDType(g.DType)
+	out, _ := isa.ParseDType(g.OutDType)
+	kg := kernels.GEMM{M: g.M, K: g.K, N: g.N, In: in, Out: out, AMK: g.ALayout == "mk"}
+	o := kernels.GEMMOptions{TileN: int64(l.TileN), BlockM: int64(l.BlockM), BlockN: int64(l.BlockN), BlockK: int64(l.BlockK),
+		Buffers: int64(l.Buffers), ResultBuffers: int64(l.ResultBuffers), PSUMBanks: int64(l.PSUMBanks), OpID: 1}
+	switch l.Evacuate {
+	case "scalar":
+		o.Evacuate = kernels.EvacScalar
+	case "alternate":
+		o.Evacuate = kernels.EvacAlternate
+	case "auto":
+		o.Evacuate = kernels.EvacAuto
+	}
+	switch l.LoopOrder {
+	case "nkm":
+		o.Order = kernels.OrderNKM
+	case "nmk":
+		o.Order = kernels.OrderNMK
+	}
+	if l.AccumulateDType != "" {
+		o.AccumulateDType, _ = isa.ParseDType(l.AccumulateDType)
+		o.AccumulateSet = true
+	}
+	switch l.Transpose {
+	case "dma":
+		o.Transpose = kernels.TransposeDMA
+	case "tensor":
+		o.Transpose = kernels.TransposeTensor
+	}
+	tg := Target(cfg)
+	plan, err := kernels.PlanGEMM(kg, o, tg)
+	if err != nil {
+		return nil, nil, mapError(cfg, err, gemmFit)
+	}
+	k, err := plan.Kernel()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := compile(cfg, k, gemmFit)
+	if err != nil {
+		return nil, nil, err
+	}
+	eb := int64(in.Bytes())
+	flops := 2 * float64(g.M) * float64(g.N) * float64(g.K)
+	name := cfg.Workload.Name
+	if name == "" {
+		name = fmt.Sprintf("gemm %dx%dx%d %s", g.M, g.K, g.N, in)
+	}
+	info := &Info{Name: name, Kind: "gemm", DType: in, FLOPs: flops, CoresUsed: len(p.Cores),
+		Shape:       []Dim{{"m", g.M}, {"k", g.K}, {"n", g.N}},
+		Ops:         []Op{{ID: 1, Name: "matmul", Kind: "matmul", FLOPs: flops}},
+		MinHBMBytes: (g.M*g.K+g.K*g.N)*eb + g.M*g.N*int64(out.Bytes()),
+		Choices:     choices(plan.Choices()),
+		Notes:       plan.Notes()}
+	info.Choices = append(info.Choices, queueChoice(cfg))
+	return p.Program, info, nil
+}
+
+func choices(cs []kernels.Choice) []Choice {
+	out := make([]Choice, len(cs))
+	for i, c := range cs {
+		out[i] = Choice{Path: "workload.lowering." + c.Name, Value: c.Value, Auto: c.Auto}
+	}
+	return out
+}
+
+// queueChoice reports the DMA queues per triggering engine.
+func queueChoice(cfg *configs.RunConfig) Choice {
+	q := cfg.Workload.Lowering.DMAQueues
+	if q == 0 {
+		return Choice{Path: "workload.lowering.dma_queues", Value: 3, Auto: true}
+	}
+	return Choice{Path: "workload.lowering.dma_queues", Value: int64(q)}
+}
+
+var actFuncs = map[string]isa.ActFunc{"exp": isa.ActExp, "gelu": isa.ActGelu, "silu": isa.ActSilu, "relu": isa.ActRelu,
+	"tanh": isa.ActTanh, "sigmoid": isa.ActSigmoid, "copy": isa.ActCopy, "square": isa.ActSquare, "sqrt": isa.ActSqrt, "rsqrt": isa.ActRsqrt}
+
+var aluOps = map[string]isa.ALUOp{"add": isa.ALUAdd, "subtract": isa.ALUSubtract, "multiply": isa.ALUMultiply, "max": isa.ALUMax}
+
+var elementwiseFit = map[isa.Memory][]string{
+	isa.MemSBUF: {"hardware.core.sbuf.partition_kib", "workload.lowering.elementwise_free", "workload.lowering.buffers"},
+	isa.MemHBM:  {"workload.elementwise.rows", "workload.elementwise.cols"},
+}
+
+// lowerElementwise lowers out = op(x[, y]) over a [rows, cols] tensor.
+func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+	e := cfg.Workload.Elementwise
+	l := &cfg.Workload.Lowering
+	dt, _ := isa.ParseDType(e.DType)
+	eng := map[string]isa.Engine{"scalar": isa.EngineScalar, "vector": isa.EngineVector, "gpsimd": isa.EngineGpSimd}[e.Engine]
+	ke := kernels.Elementwise{Rows: e.Rows, Cols: e.Cols, DType: dt, Engine: eng}
+	if op, ok := aluOps[e.Op]; ok {
+		ke.ALU = op
+	} else {
+		ke.Unary, ke.Func = true, actFuncs[e.Op]
+	}
+	tg := Target(cfg)
+	plan, err := kernels.PlanElementwise(ke, kernels.ElementwiseOptions{Free: int64(l.ElementwiseFree), Buffers: int64(l.Buffers), OpID: 1}, tg)
+	if err != nil {
+		return nil, nil, mapError(cfg, err, elementwiseFit)
+	}
+	k, err := plan.Kernel()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := compile(cfg, k, elementwiseFit)
+	if err != nil {
+		return nil, nil, err
+	}
+	nIn := int64(2)
+	if ke.Unary {
+		nIn = 1
+	}
+	name := cfg.Workload.Name
+	if name == "" {
+		name = fmt.Sprintf("%s %dx%d %s", e.Op, e.Rows, e.Cols, e.DType)
+	}
+	info := &Info{Name: name, Kind: "elementwise", DType: dt, CoresUsed: len(p.Cores),
+		Shape:       []Dim{{"rows", e.Rows}, {"cols", e.Cols}},
+		Ops:         []Op{{ID: 1, Name: e.Op, Kind: "elementwise"}},
+		MinHBMBytes: (nIn + 1) * e.Rows * e.Cols * int64(dt.Bytes()),
+		Choices:     append(choices(plan.Choices()), queueChoice(cfg))}
+	return p.Program, info, nil
+}
+
+// lowerTile schedules a kernel written in the tile IR.
+func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+	w := cfg.Workload.Tile
+	src, name := w.Source, "workload.tile.source"
+	if w.File != "" {
+		data, err := os.ReadFile(w.File)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: cannot read: %v", w.File, err)
+		}
+		src, name = string(data), w.File
+	}
+	k, err := tile.Parse(src, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := compile(cfg, k, map[isa.Memory][]string{isa.MemSBUF: {"hardware.core.sbuf.partition_kib"},
+		isa.MemPSUM: {"hardware.core.psum.partition_kib"}, isa.MemHBM: {"hardware.chip.hbm.stack_gib"}})
+	if err != nil {
+		var fe *sched.FitError
+		if errors.As(err, &fe) && !strings.HasPrefix(err.Error(), name) {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return nil, nil, err
+	}
+	info := &Info{Name: cfg.Workload.Name, Kind: "tile", DType: isa.BF16, CoresUsed: len(p.Cores)}
+	if info.Name == "" {
+		info.Name = k.Name
+	}
+	ids := map[int32]bool{}
+	for _, op := range k.Ops {
+		if op.OpID != 0 && !ids[op.OpID] {
+			ids[op.OpID] = true
+			info.Ops = append(info.Ops, Op{ID: op.OpID, Name: fmt.Sprintf("op %d", op.OpID), Kind: "tile"})
+		}
+	}
+	var in, out int64
+	for _, t := range k.Tiles {
+		switch t.Role {
+		case tile.Input:
+			in += t.Bytes()
+		case tile.Output:
+			out += t.Bytes()
+		}
+	}
+	info.MinHBMBytes = in + out
+	return p.Program, info, nil
+}

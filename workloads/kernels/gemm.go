@@ -1,0 +1,510 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/sched"
+	. "github.com/trnsim/trnsim/workloads/tile"
+)
+
+// GEMM is C[M, N] = A[M, K] @ B[K, N].
+type GEMM struct {
+	M, K, N int64
+	In, Out isa.DType
+	// AMK is set when A is stored row-major [M, K]; otherwise it is stored
+	// transposed, [K, M] (the NKI lhsT layout).
+	AMK bool
+}
+
+// Evacuation selects the engine that copies PSUM results out.
+type Evacuation uint8
+
+// Evacuation choices.
+const (
+	EvacVector Evacuation = iota
+	EvacScalar
+	EvacAlternate
+	// EvacAuto leaves it to the scheduler (estimated finish time).
+	EvacAuto
+)
+
+// LoopOrder is the GEMM's block loop order.
+type LoopOrder uint8
+
+// Loop orders: NKM loops K blocks outside M blocks, keeping every M
+// block's result in SBUF so each B block is loaded once (the NKI
+// tutorial's kernel); NMK keeps one result block at a time and reloads B
+// for every M block.
+const (
+	OrderAuto LoopOrder = iota
+	OrderNKM
+	OrderNMK
+)
+
+func (o LoopOrder) String() string { return [...]string{"auto", "nkm", "nmk"}[o] }
+
+// TransposeMode says how A stored [M, K] reaches the stationary layout.
+type TransposeMode uint8
+
+// Transpose modes.
+const (
+	// TransposeAuto: DMA transposes for 2- and 4-byte dtypes, TensorE
+	// transposes otherwise (FP8).
+	TransposeAuto TransposeMode = iota
+	TransposeDMA
+	TransposeTensor
+)
+
+// GEMMOptions are the GEMM's lowering choices; zero values are chosen by
+// the kernel.
+type GEMMOptions struct {
+	TileN, BlockM, BlockN, BlockK int64
+	Buffers, ResultBuffers        int64
+	PSUMBanks                     int64
+	Evacuate                      Evacuation
+	Order                         LoopOrder
+	// AccumulateDType is the dtype of SBUF result blocks when K spans
+	// several blocks; AccumulateSet says it was given.
+	AccumulateDType isa.DType
+	AccumulateSet   bool
+	Transpose       TransposeMode
+	// OpID is the workload op the instructions belong to.
+	OpID int32
+}
+
+// GEMMPlan is a GEMM's resolved lowering.
+type GEMMPlan struct {
+	G                  GEMM
+	TN, BM, BN, BK     int64
+	NBuf, NRes         int64
+	Order              LoopOrder
+	AccDT              isa.DType
+	Banks              int64
+	GroupBanks         int64 // banks per accumulation group
+	Groups             int64
+	Evacuate           Evacuation
+	Transpose          TransposeMode
+	banksPerTile, tile int64 // PSUM banks per moving tile, and its pitch in elements
+	auto               map[string]bool
+	opID               int32
+}
+
+// resultBlocks returns how many result blocks the plan keeps in SBUF.
+func (p *GEMMPlan) resultBlocks() int64 {
+	if p.Order == OrderNKM {
+		return p.NRes * ceilDiv(p.G.M, p.BM)
+	}
+	return p.NRes
+}
+
+// ResultDType returns the dtype of the SBUF result blocks.
+func (p *GEMMPlan) ResultDType() isa.DType {
+	if p.G.K <= p.BK {
+		return p.G.Out
+	}
+	return p.AccDT
+}
+
+// sbufBytes returns the SBUF bytes per partition a plan needs, as the
+// scheduler places it (every tile slot rounded to 64 bytes).
+func (p *GEMMPlan) sbufBytes() int64 {
+	eb := int64(p.G.In.Bytes())
+	kt := p.BK / 128
+	slot := func(b int64) int64 { return roundUp(b, 64) }
+	n := p.NBuf*(slot(kt*p.BM*eb)+slot(kt*p.BN*eb)) + p.NRes*slot(p.resultBlocks()/p.NRes*(p.BM/128)*p.BN*int64(p.ResultDType().Bytes()))
+	if p.G.AMK && p.Transpose == TransposeTensor {
+		n += 2 * slot(p.BK*eb) // A rows staged for TensorE transposes
+	}
+	return n
+}
+
+// dmaBytes returns the HBM traffic of a plan.
+func (p *GEMMPlan) dmaBytes() int64 {
+	g := p.G
+	eb := int64(g.In.Bytes())
+	bReads := ceilDiv(g.M, p.BM)
+	if p.Order == OrderNKM {
+		bReads = 1
+	}
+	return g.K*g.M*eb*ceilDiv(g.N, p.BN) + g.K*g.N*eb*bReads + g.M*g.N*int64(g.Out.Bytes())
+}
+
+// PlanGEMM resolves the lowering options, choosing the ones left at zero:
+// the largest blocks that fit SBUF while moving the fewest bytes from HBM.
+func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
+	lim := tg.Limits
+	p := &GEMMPlan{G: g, auto: map[string]bool{}, Evacuate: o.Evacuate, Transpose: o.Transpose, opID: o.OpID}
+	if lim.ArrayRows != 128 || lim.ArrayCols != 128 || lim.Partitions < 128 {
+		return nil, optErr("array", "the GEMM tiles for a 128x128 array over 128 partitions; this hardware has %dx%d over %d", lim.ArrayRows, lim.ArrayCols, lim.Partitions)
+	}
+	if g.AMK && p.Transpose == TransposeAuto {
+		p.Transpose = TransposeDMA
+		if g.In.Bytes() != 2 && g.In.Bytes() != 4 {
+			p.Transpose = TransposeTensor // dma_transpose takes 2- and 4-byte dtypes
+		}
+	}
+	if g.AMK && p.Transpose == TransposeDMA && g.In.Bytes() != 2 && g.In.Bytes() != 4 {
+		return nil, optErr("transpose", "dma_transpose takes 2- and 4-byte dtypes; %s needs transpose: tensor", g.In)
+	}
+	bankBytes := lim.PSUMBankBytes()
+	maxTN := int64(lim.MovingFreeMax)
+	bankElems := bankBytes / 4
+	if !lim.MatmulMayCrossBanks && bankElems < maxTN {
+		maxTN = bankElems
+	}
+	p.TN = o.TileN
+	if p.TN == 0 {
+		p.TN = min(maxTN, 512, roundUp(g.N, 64))
+		p.auto["tile_n"] = true
+	}
+	if p.TN > maxTN {
+		return nil, optErr("tile_n", "%d exceeds the moving free size limit of %d", p.TN, maxTN)
+	}
+	p.Banks = o.PSUMBanks
+	if p.Banks == 0 {
+		p.Banks = int64(lim.PSUMBanks)
+		p.auto["psum_banks"] = true
+	}
+	if p.Banks > int64(lim.PSUMBanks) {
+		return nil, optErr("psum_banks", "%d exceeds the %d PSUM banks", p.Banks, lim.PSUMBanks)
+	}
+	groupBanks := p.Banks
+	if g.AMK && p.Transpose == TransposeTensor {
+		groupBanks-- // one bank for the transposes
+		if groupBanks < 1 {
+			return nil, optErr("psum_banks", "TensorE transposes need a PSUM bank besides the accumulation groups; give at least 2")
+		}
+	}
+	p.banksPerTile = ceilDiv(p.TN*4, bankBytes)
+	p.tile = p.banksPerTile * bankElems
+	p.NBuf = o.Buffers
+	if p.NBuf == 0 {
+		p.NBuf = 2
+		p.auto["buffers"] = true
+	}
+	p.AccDT = isa.FP32
+	if o.AccumulateSet {
+		p.AccDT = o.AccumulateDType
+	} else {
+		p.auto["accumulate_dtype"] = true
+	}
+	orders := []LoopOrder{OrderNKM, OrderNMK}
+	if o.Order != OrderAuto {
+		orders = []LoopOrder{o.Order}
+	} else {
+		p.auto["loop_order"] = true
+	}
+	cands := func(given, step, limit int64, name string) []int64 {
+		if given > 0 {
+			return []int64{given}
+		}
+		p.auto[name] = true
+		var out []int64
+		for v := step; v <= limit; v += step {
+			out = append(out, v)
+		}
+		return out
+	}
+	maxG := max(1, groupBanks/2/p.banksPerTile)
+	bns := cands(o.BlockN, p.TN, min(roundUp(g.N, p.TN), p.TN*maxG), "block_n")
+	bms := cands(o.BlockM, 128, min(roundUp(g.M, 128), 4096), "block_m")
+	bks := cands(o.BlockK, 128, min(roundUp(g.K, 128), 2048), "block_k")
+	nress := []int64{2, 1}
+	if o.ResultBuffers > 0 {
+		nress = []int64{o.ResultBuffers}
+	} else {
+		p.auto["result_buffers"] = true
+	}
+	sbufCap := lim.SBUFPartitionBytes
+	var best *GEMMPlan
+	for _, order := range orders {
+		for _, bn := range bns {
+			for _, bm := range bms {
+				for _, nres := range nress {
+					// The traffic does not depend on BK and a bigger BK is
+					// better: only the biggest that fits competes.
+					for i := len(bks) - 1; i >= 0; i-- {
+						c := *p
+						c.Order, c.BN, c.BM, c.BK, c.NRes = order, bn, bm, bks[i], nres
+						if c.sbufBytes() > sbufCap {
+							continue
+						}
+						if best == nil || better(&c, best) {
+							cc := c
+							best = &cc
+						}
+						break
+					}
+				}
+			}
+		}
+	}
+	if best == nil {
+		c := *p
+		c.Order, c.BN, c.BM, c.BK, c.NRes = orders[len(orders)-1], bns[0], bms[0], bks[0], nress[len(nress)-1]
+		return nil, &sched.FitError{Kernel: "gemm", Tile: "the smallest input and result blocks", Mem: isa.MemSBUF,
+			Needed: c.sbufBytes(), Available: sbufCap}
+	}
+	p = best
+	switch {
+	case p.BN%p.TN != 0:
+		return nil, optErr("block_n", "%d is not a multiple of tile_n %d", p.BN, p.TN)
+	case p.BM%128 != 0:
+		return nil, optErr("block_m", "%d is not a multiple of 128", p.BM)
+	case p.BK%128 != 0:
+		return nil, optErr("block_k", "%d is not a multiple of 128", p.BK)
+	}
+	p.GroupBanks = (p.BN / p.TN) * p.banksPerTile
+	if p.GroupBanks > groupBanks {
+		return nil, optErr("block_n", "%d columns need %d PSUM banks per accumulation group; only %d are available", p.BN, p.GroupBanks, groupBanks)
+	}
+	p.Groups = groupBanks / p.GroupBanks
+	if (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && g.K > p.BK {
+		return nil, optErr("evacuate", "%s evacuation needs K in one block (K %d > block_k %d): accumulating across K blocks uses VectorE adds",
+			map[Evacuation]string{EvacScalar: "scalar", EvacAlternate: "alternate"}[p.Evacuate], g.K, p.BK)
+	}
+	return p, nil
+}
+
+// better prefers fewer HBM bytes, then fewer instructions (bigger blocks),
+// then double-buffered results.
+func better(a, b *GEMMPlan) bool {
+	if da, db := a.dmaBytes(), b.dmaBytes(); da != db {
+		return da < db
+	}
+	if a.Order != b.Order {
+		return a.Order == OrderNKM
+	}
+	if a.BK != b.BK {
+		return a.BK > b.BK
+	}
+	if a.NRes != b.NRes {
+		return a.NRes > b.NRes
+	}
+	if a.BM != b.BM {
+		return a.BM > b.BM
+	}
+	return a.BN > b.BN
+}
+
+// Choices lists the resolved options in a fixed order.
+func (p *GEMMPlan) Choices() []Choice {
+	c := func(name string, v int64) Choice { return Choice{Name: name, Value: v, Auto: p.auto[name]} }
+	return []Choice{c("tile_n", p.TN), c("block_m", p.BM), c("block_n", p.BN), c("block_k", p.BK),
+		c("buffers", p.NBuf), c("result_buffers", p.NRes), c("psum_banks", p.Banks)}
+}
+
+// Notes describes the plan's other choices in words.
+func (p *GEMMPlan) Notes() []string {
+	n := []string{"loop order " + p.Order.String(), "result dtype " + p.ResultDType().String()}
+	if p.G.AMK {
+		n = append(n, map[TransposeMode]string{TransposeDMA: "A [M, K] through DMA transposes", TransposeTensor: "A [M, K] through TensorE transposes"}[p.Transpose])
+	}
+	return n
+}
+
+// Kernel writes the plan as a tile-IR kernel.
+//
+// Each step moves one K block of one result block: the A^T block
+// [BK, BM] (and, when the step starts a new B block, the B block
+// [BK, BN]) is loaded with N-deep buffering; for each 128-row M tile and
+// each 128-row K tile, TensorE loads the stationary A^T tile once and
+// streams the B tile's TN-column slices through it, accumulating each into
+// its PSUM bank over the K block; the accumulation group (a PSUM tile that
+// rotates over the banks, so TensorE fills one while another is drained)
+// is evacuated into the SBUF result block (copy for the first K block,
+// add for the rest); a finished result block is stored. The scheduler
+// orders all of it.
+func (p *GEMMPlan) Kernel() (*Kernel, error) {
+	g := p.G
+	k := New("gemm")
+	var aHBM *Tile
+	if g.AMK {
+		aHBM = k.Tensor("A", g.In, Input, g.M, g.K)
+	} else {
+		aHBM = k.Tensor("AT", g.In, Input, g.K, g.M)
+	}
+	bHBM := k.Tensor("B", g.In, Input, g.K, g.N)
+	cHBM := k.Tensor("C", g.Out, Output, g.M, g.N)
+	nBN, nBM, nBK := ceilDiv(g.N, p.BN), ceilDiv(g.M, p.BM), ceilDiv(g.K, p.BK)
+	KT, MT, NT := p.BK/128, p.BM/128, p.BN/p.TN
+	resDT := p.ResultDType()
+	root := k.Root()
+	// Sizes of the block a loop variable is at (ragged at the edges).
+	kSize := func(kb Expr) Expr { return Min(C(p.BK), C(g.K).Sub(kb.MulC(p.BK))) }
+	mSize := func(mb Expr) Expr { return Min(C(p.BM), C(g.M).Sub(mb.MulC(p.BM))) }
+	nSize := func(nb Expr) Expr { return Min(C(p.BN), C(g.N).Sub(nb.MulC(p.BN))) }
+	ktiles := func(kb Expr) Expr { return kSize(kb).CDiv(C(128)) }
+	mtiles := func(mb Expr) Expr { return mSize(mb).CDiv(C(128)) }
+	ntiles := func(nb Expr) Expr { return nSize(nb).CDiv(C(p.TN)) }
+	split := func() *Rearrange {
+		return &Rearrange{In: [][]string{{"t", "p"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: map[string]int64{"p": 128}}
+	}
+	dma := func(b *Block, code isa.Opcode, dst, src Access) {
+		b.Add(&Op{Opcode: code, Any: true, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
+	}
+	// loadRows loads rows [r0, r0+size) x cols [c0, c0+csize) of an HBM
+	// tensor into an SBUF tile [128, T, F]: full 128-row tiles in one
+	// transfer, the remainder in another.
+	loadRows := func(b *Block, dst *Tile, src *Tile, r0, size, c0, csize Expr) {
+		full := size.Div(C(128)).MulC(128)
+		b.When(full.Gt(C(0)), func(b *Block) {
+			dma(b, isa.OpDMACopy, dst.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), csize)),
+				src.At(RS(r0, full), RS(c0, csize)).Rearranged(split()))
+		})
+		rem := size.Sub(full)
+		b.When(rem.Gt(C(0)), func(b *Block) {
+			dma(b, isa.OpDMACopy, dst.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), csize)),
+				src.At(RS(r0.Add(full), rem), RS(c0, csize)))
+		})
+	}
+	// loadA fills the A^T block of (mb, kb).
+	loadA := func(b *Block, a *Tile, mb, kb Expr) {
+		k0, m0 := kb.MulC(p.BK), mb.MulC(p.BM)
+		if !g.AMK {
+			loadRows(b, a, aHBM, k0, kSize(kb), m0, mSize(mb))
+			return
+		}
+		if p.Transpose == TransposeDMA {
+			b.For("kt_a", C(0), ktiles(kb), Parallel, func(b *Block, kt Expr) {
+				rows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
+				dma(b, isa.OpDMATranspose, a.At(R(C(0), rows), I(kt), R(C(0), mSize(mb))),
+					aHBM.At(RS(m0, mSize(mb)), RS(k0.Add(kt.MulC(128)), rows)))
+			})
+			return
+		}
+		// TensorE transposes: rows of A into SBUF, 128 at a time, then each
+		// [rows, 128] tile through the PE array into PSUM and out to A^T.
+		b.For("mt_a", C(0), mtiles(mb), Parallel, func(b *Block, mt Expr) {
+			rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
+			raw := b.Tile("araw", isa.MemSBUF, g.In, []int64{128, p.BK}, 2)
+			dma(b, isa.OpDMACopy, raw.At(R(C(0), rows), R(C(0), kSize(kb))), aHBM.At(RS(m0.Add(mt.MulC(128)), rows), RS(k0, kSize(kb))))
+			b.For("kt_a", C(0), ktiles(kb), Parallel, func(b *Block, kt Expr) {
+				krows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
+				pt := b.Tile("pst", isa.MemPSUM, isa.FP32, []int64{128, 128}, 4)
+				b.Add(&Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: []Access{pt.At(R(C(0), krows), R(C(0), rows))},
+					Ins: []Access{raw.At(R(C(0), rows), RS(kt.MulC(128), krows))}, OpID: p.opID})
+				b.Add(&Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: []Access{a.At(R(C(0), krows), I(kt), RS(mt.MulC(128), rows))},
+					Ins: []Access{pt.At(R(C(0), krows), R(C(0), rows))}, OpID: p.opID})
+			})
+		})
+	}
+	loadB := func(b *Block, bt *Tile, nb, kb Expr) {
+		loadRows(b, bt, bHBM, kb.MulC(p.BK), kSize(kb), nb.MulC(p.BN), nSize(nb))
+	}
+	// compute multiplies the K block kb into the result block res (at
+	// index resIdx of its block dimension, or none) for (mb, nb).
+	compute := func(b *Block, a, bt, res *Tile, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
+		b.For("mt", C(0), mtiles(mb), Parallel, func(b *Block, mt Expr) {
+			rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
+			ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, NT, p.tile}, int(p.Groups))
+			b.For("kt", C(0), ktiles(kb), Sequential, func(b *Block, kt Expr) {
+				krows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
+				b.Add(&Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor,
+					Ins: []Access{a.At(R(C(0), krows), I(kt), RS(mt.MulC(128), rows))}, OpID: p.opID})
+				b.For("nt", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
+					cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
+					b.Add(&Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor,
+						Outs:  []Access{ps.At(R(C(0), rows), I(nt), R(C(0), cols))},
+						Ins:   []Access{bt.At(R(C(0), krows), I(kt), RS(nt.MulC(p.TN), cols))},
+						Start: kt.Eq(C(0)), Stop: kt.Eq(ktiles(kb).Sub(C(1))), OpID: p.opID})
+				})
+			})
+			b.For("nt_e", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
+				cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
+				var dst Access
+				if hasIdx {
+					dst = res.At(R(C(0), rows), I(resIdx), I(mt), RS(nt.MulC(p.TN), cols))
+				} else {
+					dst = res.At(R(C(0), rows), I(mt), RS(nt.MulC(p.TN), cols))
+				}
+				src := ps.At(R(C(0), rows), I(nt), R(C(0), cols))
+				copyOp := func(b *Block, scalar bool, any bool) {
+					if scalar {
+						b.Add(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{dst}, Ins: []Access{src},
+							Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}, OpID: p.opID})
+						return
+					}
+					b.Add(&Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineVector, Any: any, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
+				}
+				addOp := func(b *Block, any bool) {
+					b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Any: any, Outs: []Access{dst}, Ins: []Access{dst, src},
+						Attrs: isa.Attrs{ALU0: isa.ALUAdd}, OpID: p.opID})
+				}
+				first := kb.Eq(C(0))
+				switch p.Evacuate {
+				case EvacScalar:
+					copyOp(b, true, false)
+				case EvacAlternate:
+					b.If(group.Add(mt).Mod(C(2)).Eq(C(1)), func(b *Block) { copyOp(b, true, false) }, func(b *Block) { copyOp(b, false, false) })
+				default:
+					any := p.Evacuate == EvacAuto
+					if nBK == 1 {
+						copyOp(b, false, any)
+					} else {
+						b.If(first, func(b *Block) { copyOp(b, false, any) }, func(b *Block) { addOp(b, any) })
+					}
+				}
+			})
+		})
+	}
+	// store writes the finished result block of (mb, nb).
+	store := func(b *Block, res *Tile, resIdx Expr, hasIdx bool, mb, nb Expr) {
+		m0, n0 := mb.MulC(p.BM), nb.MulC(p.BN)
+		size, ncols := mSize(mb), nSize(nb)
+		full := size.Div(C(128)).MulC(128)
+		b.When(full.Gt(C(0)), func(b *Block) {
+			var src Access
+			if hasIdx {
+				src = res.At(R(C(0), C(128)), I(resIdx), R(C(0), full.Div(C(128))), R(C(0), ncols))
+			} else {
+				src = res.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), ncols))
+			}
+			dma(b, isa.OpDMACopy, cHBM.At(RS(m0, full), RS(n0, ncols)).Rearranged(split()), src)
+		})
+		rem := size.Sub(full)
+		b.When(rem.Gt(C(0)), func(b *Block) {
+			var src Access
+			if hasIdx {
+				src = res.At(R(C(0), rem), I(resIdx), I(full.Div(C(128))), R(C(0), ncols))
+			} else {
+				src = res.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), ncols))
+			}
+			dma(b, isa.OpDMACopy, cHBM.At(RS(m0.Add(full), rem), RS(n0, ncols)), src)
+		})
+	}
+	if p.Order == OrderNKM {
+		root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
+			res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
+			b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
+				bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
+				loadB(b, bt, nb, kb)
+				b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
+					a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
+					loadA(b, a, mb, kb)
+					compute(b, a, bt, res, mb, true, mb, nb, kb, mb.MulC(MT))
+					b.When(kb.Eq(C(nBK-1)), func(b *Block) { store(b, res, mb, true, mb, nb) })
+				})
+			})
+		})
+	} else {
+		root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
+			b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
+				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, MT, p.BN}, int(p.NRes))
+				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
+					a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
+					bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
+					loadA(b, a, mb, kb)
+					loadB(b, bt, nb, kb)
+					compute(b, a, bt, res, C(0), false, mb, nb, kb, mb.MulC(MT))
+				})
+				store(b, res, C(0), false, mb, nb)
+			})
+		})
+	}
+	if err := k.Finish(); err != nil {
+		return nil, fmt.Errorf("internal error: the GEMM kernel: %w", err)
+	}
+	return k, nil
+}

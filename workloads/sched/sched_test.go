@@ -106,3 +106,29 @@ func TestEveryInsertedWaitIsNeeded(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSchedule measures the scheduler alone: it lowers a GEMM and
+// drains every stream of the program without simulating, in one walk.
+func BenchmarkSchedule(b *testing.B) {
+	k1 := []string{"hardware.preset=trn1", "workload.gemm.m=4096", "workload.gemm.k=8192", "workload.gemm.n=8192",
+		"workload.lowering.block_m=2048", "workload.lowering.block_n=1024", "workload.lowering.block_k=1024",
+		"workload.lowering.loop_order=nkm", "workload.lowering.accumulate_dtype=bf16"}
+	g16 := []string{"workload.gemm.m=16384", "workload.gemm.k=16384", "workload.gemm.n=16384"}
+	for _, tc := range []struct {
+		name string
+		sets []string
+	}{{"K1", k1}, {"16384", g16}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: tc.sets})
+			require.NoError(b, err)
+			var n int64
+			for i := 0; i < b.N; i++ {
+				prog, _, err := workloads.Lower(cfg)
+				require.NoError(b, err)
+				n = sched.Drain(prog)
+			}
+			b.ReportMetric(float64(n), "instructions")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n)/float64(b.N), "ns/instr")
+		})
+	}
+}

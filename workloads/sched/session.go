@@ -114,3 +114,37 @@ func (o *outStream) detach() {
 	old.out, old.outHead = nil, 0
 	o.solo = w
 }
+
+// Drain generates every instruction of a program the scheduler made, in
+// one walk, without simulating, and returns how many there are (-1 if the
+// program is not the scheduler's or fails). It measures the scheduler's
+// own cost.
+func Drain(p *isa.Program) int64 {
+	if p.OpenAll == nil {
+		return -1
+	}
+	streams := p.OpenAll()
+	if len(streams) == 0 {
+		return 0
+	}
+	o, ok := streams[0].(*outStream)
+	if !ok {
+		return -1
+	}
+	w := o.sess.shared
+	var n int64
+	for !w.done && w.err == nil {
+		w.step()
+		for _, s := range w.streams {
+			if s.keep {
+				n += int64(s.buffered())
+				clear(s.out)
+				s.out, s.outHead = s.out[:0], 0
+			}
+		}
+	}
+	if w.err != nil {
+		return -1
+	}
+	return n
+}

@@ -45,8 +45,12 @@ type stream struct {
 	lastMark int64
 	newest   int64
 	// snaps hold the knowledge at each instruction that changed it (one
-	// that waited), for instructions not yet final, oldest first.
-	snaps []snap
+	// that waited), for instructions not yet final, oldest first from
+	// shead; unfinal counts the stream's compute instructions whose signal
+	// is not final (while none is, no snapshot but the latest is needed).
+	snaps   []snap
+	shead   int
+	unfinal int
 	// est is when the stream is estimated to be free (ns).
 	est float64
 	// queues an engine triggers DMA transfers on, and the next to use.
@@ -122,7 +126,7 @@ func (s *stream) addMark(p int64, clock []int64) *mark {
 // clockAt returns the knowledge of the engine at its position p (p not
 // final yet): the latest snapshot at or before p.
 func (s *stream) clockAt(p int64) []int64 {
-	for i := len(s.snaps) - 1; i >= 0; i-- {
+	for i := len(s.snaps) - 1; i >= s.shead; i-- {
 		if s.snaps[i].pos <= p {
 			return s.snaps[i].clock
 		}
@@ -130,14 +134,27 @@ func (s *stream) clockAt(p int64) []int64 {
 	return nil
 }
 
+// addSnap remembers the knowledge at position p.
+func (s *stream) addSnap(p int64, clock []int64) {
+	if s.unfinal == 0 {
+		// Nothing can be marked at or before p any more: only this one can
+		// be needed.
+		clear(s.snaps)
+		s.snaps, s.shead = s.snaps[:0], 0
+	}
+	if s.shead > 0 && len(s.snaps) == cap(s.snaps) {
+		n := copy(s.snaps, s.snaps[s.shead:])
+		clear(s.snaps[n:])
+		s.snaps, s.shead = s.snaps[:n], 0
+	}
+	s.snaps = append(s.snaps, snap{pos: p, clock: clock})
+}
+
 // pruneSnaps drops snapshots no position from p on needs.
 func (s *stream) pruneSnaps(p int64) {
-	i := 0
-	for i+1 < len(s.snaps) && s.snaps[i+1].pos <= p {
-		i++
-	}
-	if i > 0 {
-		s.snaps = append(s.snaps[:0], s.snaps[i:]...)
+	for s.shead+1 < len(s.snaps) && s.snaps[s.shead+1].pos <= p {
+		s.snaps[s.shead] = snap{}
+		s.shead++
 	}
 }
 

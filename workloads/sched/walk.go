@@ -353,6 +353,7 @@ func (w *walk) emit(oi *opInfo) error {
 	st.est = bestStart + meta.intervalNs
 	w.record(ci, meta, sid, p, done)
 	w.pending = append(w.pending, pendingFinal{stream: sid, pos: p, gen: w.gen})
+	st.unfinal++
 	oi.lastStream, oi.lastPos, oi.lastValid = sid, p, true
 	w.output(st, meta, waits, nil, 0, p, false)
 	w.clearDeps()
@@ -693,7 +694,7 @@ func (w *walk) snapshot(st *stream, p int64) {
 	c := w.snapPool[:n:n]
 	w.snapPool = w.snapPool[n:]
 	copy(c, st.know)
-	st.snaps = append(st.snaps, snap{pos: p, clock: c})
+	st.addSnap(p, c)
 }
 
 // finalize decides the signals of the compute instructions the walk has
@@ -707,6 +708,7 @@ func (w *walk) finalize(all bool) {
 		}
 		w.phead++
 		s := w.streams[pf.stream]
+		s.unfinal--
 		if !all && s.lastMark < pf.pos {
 			w.markEngine(pf.stream, s.newest)
 		}

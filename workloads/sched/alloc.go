@@ -26,8 +26,8 @@ type tileInfo struct {
 	// offset[core] is the tile's placement on that core (on chip), or its
 	// HBM address (index 0).
 	offset map[int]int64
-	// bufs[core][slot] is the isa buffer index of a copy.
-	bufs map[int][]int32
+	// bufs[core][slot] is the isa buffer index of a copy (HBM: core 0).
+	bufs [][]int32
 	// live is the tile's lifetime in statement numbers (inclusive).
 	live [2]int
 	used bool
@@ -54,7 +54,7 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 	lay := &layout{peakSBUF: map[int]int64{}, peakPSUM: map[int]int64{}}
 	infos := make([]*tileInfo, len(k.Tiles))
 	for i, t := range k.Tiles {
-		infos[i] = &tileInfo{t: t, offset: map[int]int64{}, bufs: map[int][]int32{}, live: [2]int{-1, -1}}
+		infos[i] = &tileInfo{t: t, offset: map[int]int64{}, bufs: make([][]int32, max(lim.CoresPerChip, 1)), live: [2]int{-1, -1}}
 	}
 	lay.tiles = infos
 

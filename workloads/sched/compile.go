@@ -23,6 +23,14 @@ type compiled struct {
 	finalDist       int64
 	soloBuf         int
 	aggGBps         float64
+	loops           map[*tile.Loop]*loopInfo
+	conds           map[*tile.If]*tile.Code
+}
+
+// loopInfo is a loop's bounds, compiled.
+type loopInfo struct {
+	start, stop *tile.Code
+	step        int64
 }
 
 func (c *compiled) nStreams() int { return len(c.lay.cores) * c.perCore }
@@ -36,6 +44,8 @@ type opInfo struct {
 	touchesPSUM bool
 	sharedHBM   bool // HBM operands move by the instance's HBMOffset
 	accs        []opAcc
+	exprs       []opExpr
+	start, stop int32 // multiply_moving flags (-1: none)
 	bodies      map[uint64]*bodyMeta
 	// The latest instance, for ordering edges.
 	lastStream int32
@@ -48,6 +58,19 @@ type opAcc struct {
 	write bool
 	Mem   isa.Memory
 	Core  int
+	// dims are the expressions of each dimension: indexes into the op's
+	// exprs (-1: the whole dimension).
+	dims [tile.MaxTileDims]struct{ start, stop int32 }
+	step [tile.MaxTileDims]int64
+	idx  [tile.MaxTileDims]bool
+}
+
+// opExpr is one expression of an op, compiled, with the loop depth of the
+// innermost variable it uses (-1: constant, value holds it).
+type opExpr struct {
+	code  *tile.Code
+	level int
+	value int64
 }
 
 // bodyMeta is a body the op has made, with what the scheduler derives
@@ -119,12 +142,54 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 	for i, core := range lay.cores {
 		c.coreIdx[core] = i
 	}
+	depths := loopDepths(k)
+	c.loops, c.conds = map[*tile.Loop]*loopInfo{}, map[*tile.If]*tile.Code{}
+	var prep func(stmts []tile.Stmt)
+	prep = func(stmts []tile.Stmt) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *tile.Loop:
+				step, _ := s.Step.Const()
+				c.loops[s] = &loopInfo{start: s.Start.Compile(), stop: s.Stop.Compile(), step: step}
+				prep(s.Body)
+			case *tile.If:
+				c.conds[s] = s.Cond.Compile()
+				prep(s.Then)
+				prep(s.Else)
+			}
+		}
+	}
+	prep(k.Body)
 	for _, op := range k.Ops {
-		oi := &opInfo{op: op, text: tile.FormatOp(op), isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}}
+		oi := &opInfo{op: op, text: tile.FormatOp(op), isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1}
+		addExpr := func(e tile.Expr) int32 {
+			x := opExpr{code: e.Compile(), level: -1}
+			for _, v := range x.code.Vars {
+				x.level = max(x.level, depths[v])
+			}
+			if x.level < 0 {
+				x.value = x.code.Eval(nil)
+			}
+			oi.exprs = append(oi.exprs, x)
+			return int32(len(oi.exprs) - 1)
+		}
 		oi.loadOnly = oi.isDMA
 		nHBM := 0
 		add := func(a *tile.Access, write bool) {
-			oi.accs = append(oi.accs, opAcc{acc: a, write: write, Mem: a.Tile.Mem, Core: a.Tile.Core})
+			oa := opAcc{acc: a, write: write, Mem: a.Tile.Mem, Core: a.Tile.Core}
+			for d := range a.Tile.Shape {
+				oa.dims[d].start, oa.dims[d].stop, oa.step[d] = -1, -1, 1
+				if d < len(a.Ranges) {
+					r := &a.Ranges[d]
+					oa.dims[d].start = addExpr(r.Start)
+					oa.idx[d] = r.Index
+					if !r.Index {
+						oa.dims[d].stop = addExpr(r.Stop)
+						oa.step[d] = r.Step
+					}
+				}
+			}
+			oi.accs = append(oi.accs, oa)
 			if a.Tile.Mem == isa.MemPSUM {
 				oi.touchesPSUM = true
 			}
@@ -141,6 +206,12 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			add(&op.Ins[i], false)
 		}
 		oi.sharedHBM = nHBM == 1
+		if !op.Start.IsZero() {
+			oi.start = addExpr(op.Start)
+		}
+		if !op.Stop.IsZero() {
+			oi.stop = addExpr(op.Stop)
+		}
 		if !oi.isDMA && nHBM > 0 {
 			return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: oi.text,
 				Msg: "compute engines cannot access HBM directly; move the data with a DMA"}
@@ -161,18 +232,38 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 	return &Program{Program: prog, c: c, PeakSBUFBytes: lay.peakSBUF, PeakPSUMBytes: lay.peakPSUM, Cores: lay.cores}, nil
 }
 
+// loopDepths returns, for every loop variable, the depth of its loop (0:
+// outermost).
+func loopDepths(k *tile.Kernel) []int {
+	d := make([]int, len(k.Vars))
+	var walk func(stmts []tile.Stmt, depth int)
+	walk = func(stmts []tile.Stmt, depth int) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *tile.Loop:
+				d[s.Var.Index] = depth
+				walk(s.Body, depth+1)
+			case *tile.If:
+				walk(s.Then, depth)
+				walk(s.Else, depth)
+			}
+		}
+	}
+	walk(k.Body, 0)
+	return d
+}
+
 // body returns the body of the current instance of an op on engine eng
 // (for a DMA: triggered by eng on queue q with descriptor generation dge;
 // q < 0 for compute), made on first use.
 func (w *walk) body(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind) (*bodyMeta, error) {
-	op := oi.op
 	key := w.key[:0]
 	key = append(key, int64(eng), int64(q), int64(dge), int64(core))
 	var flags int64
-	if !op.Start.IsZero() && op.Start.Eval(w.env) != 0 {
+	if oi.start >= 0 && w.expr(oi, oi.start) != 0 {
 		flags |= 1
 	}
-	if !op.Stop.IsZero() && op.Stop.Eval(w.env) != 0 {
+	if oi.stop >= 0 && w.expr(oi, oi.stop) != 0 {
 		flags |= 2
 	}
 	key = append(key, flags)

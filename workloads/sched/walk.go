@@ -18,6 +18,13 @@ type walk struct {
 	c        *compiled
 	env      []int64
 	stack    []frame
+	// stamp[d] changes whenever the loop at depth d moves (or starts); an
+	// op's cached expression values are valid while the stamp of their
+	// level is unchanged.
+	stamp []uint64
+	tick  uint64
+	cache [][]exprCache
+	depth int
 	tileInst []int64
 	streams  []*stream
 	tr       *tracker
@@ -55,6 +62,11 @@ type frame struct {
 	stop  int64
 	step  int64
 	cores bool
+}
+
+type exprCache struct {
+	stamp uint64
+	value int64
 }
 
 type pendingFinal struct {
@@ -120,6 +132,11 @@ func newWalk(c *compiled) *walk {
 	}
 	w.depEst = make([]float64, n)
 	w.stack = append(w.stack, frame{stmts: c.k.Body})
+	w.stamp = make([]uint64, len(c.k.Vars)+1)
+	w.cache = make([][]exprCache, len(c.ops))
+	for i, oi := range c.ops {
+		w.cache[i] = make([]exprCache, len(oi.exprs))
+	}
 	return w
 }
 
@@ -136,9 +153,12 @@ func (w *walk) step() {
 				w.env[v] += f.step
 				if w.env[v] < f.stop {
 					f.pc = 0
+					w.tick++
+					w.stamp[w.depth-1] = w.tick
 					w.newIteration(f.loop)
 					continue
 				}
+				w.depth--
 			}
 			w.stack = w.stack[:len(w.stack)-1]
 			continue
@@ -147,17 +167,21 @@ func (w *walk) step() {
 		f.pc++
 		switch s := s.(type) {
 		case *tile.Loop:
-			start, stop := s.Start.Eval(w.env), s.Stop.Eval(w.env)
-			step, _ := s.Step.Const()
+			li := w.c.loops[s]
+			start, stop := li.start.Eval(w.env), li.stop.Eval(w.env)
+			step := li.step
 			if start >= stop {
 				continue
 			}
 			w.env[s.Var.Index] = start
 			w.stack = append(w.stack, frame{stmts: s.Body, loop: s, stop: stop, step: step, cores: s.Kind == tile.Cores})
+			w.tick++
+			w.stamp[w.depth] = w.tick
+			w.depth++
 			w.newIteration(s)
 		case *tile.If:
 			body := s.Then
-			if s.Cond.Eval(w.env) == 0 {
+			if w.c.conds[s].Eval(w.env) == 0 {
 				body = s.Else
 			}
 			if len(body) > 0 {
@@ -216,6 +240,20 @@ func (w *walk) opErr(oi *opInfo, format string, args ...any) error {
 	return &OpError{Kernel: w.c.k.Name, File: w.c.k.File, Pos: oi.op.Pos.String(), Op: oi.text, Msg: fmt.Sprintf(format, args...)}
 }
 
+// expr returns the value of the op's expression i for the current
+// iteration: computed again only when a loop it depends on has moved.
+func (w *walk) expr(oi *opInfo, i int32) int64 {
+	x := &oi.exprs[i]
+	if x.level < 0 {
+		return x.value
+	}
+	c := &w.cache[oi.op.ID][i]
+	if st := w.stamp[x.level]; c.stamp != st {
+		c.stamp, c.value = st, x.code.Eval(w.env)
+	}
+	return c.value
+}
+
 // evalAccesses evaluates the op's operands for the current iteration.
 func (w *walk) evalAccesses(oi *opInfo, core int) error {
 	w.accs = w.accs[:0]
@@ -229,7 +267,10 @@ func (w *walk) evalAccesses(oi *opInfo, core int) error {
 			if ti.inCores {
 				c = core
 			}
-			bufs := ti.bufs[c]
+			var bufs []int32
+			if c >= 0 && c < len(ti.bufs) {
+				bufs = ti.bufs[c]
+			}
 			if bufs == nil {
 				return w.opErr(oi, "tile %s does not exist on core %d", t.Name, c)
 			}
@@ -238,15 +279,15 @@ func (w *walk) evalAccesses(oi *opInfo, core int) error {
 			ae.buf = ti.bufs[0][0]
 		}
 		for d := 0; d < ae.nd; d++ {
-			if d >= len(a.acc.Ranges) {
+			dm := a.dims[d]
+			if dm.start < 0 {
 				ae.starts[d], ae.stops[d] = 0, t.Shape[d]
 				continue
 			}
-			r := &a.acc.Ranges[d]
-			st := r.Start.Eval(w.env)
+			st := w.expr(oi, dm.start)
 			sp := st + 1
-			if !r.Index {
-				sp = r.Stop.Eval(w.env)
+			if dm.stop >= 0 {
+				sp = w.expr(oi, dm.stop)
 			}
 			if st < 0 || sp > t.Shape[d] || st >= sp {
 				return w.opErr(oi, "dimension %d of %s: %d:%d is outside 0:%d or empty", d, t.Name, st, sp, t.Shape[d])

@@ -167,3 +167,28 @@ for i in range(0, 8) parallel:
 	assert.Equal(t, want, String(k2))
 	assert.True(t, strings.HasPrefix(String(k2), "kernel copy\n"))
 }
+
+// Compiled expressions agree with the tree on random environments.
+func TestCompiledExpressionsAgree(t *testing.T) {
+	k := New("x")
+	a, b, c := k.Var("a"), k.Var("b"), k.Var("c")
+	exprs := []Expr{
+		a.E().MulC(128).Add(b.E()).AddC(7),
+		Min(C(128), C(1000).Sub(a.E().MulC(512)).Sub(b.E().MulC(128))),
+		Min(C(512), C(3000).Sub(c.E().MulC(512))).CDiv(C(128)),
+		a.E().Eq(C(0)).Or(b.E().Mod(C(3)).Eq(C(2))),
+		a.E().Mul(b.E()).Sub(c.E().Div(C(4))),
+		Max(a.E(), b.E()).Add(Min(c.E(), C(2)).MulC(-3)),
+		a.E().Sub(a.E()).Add(C(5)),
+	}
+	env := []int64{0, 0, 0}
+	for trial := 0; trial < 200; trial++ {
+		env[0], env[1], env[2] = int64(trial%7), int64(trial*3%11)-4, int64(trial%13)
+		for _, e := range exprs {
+			assert.Equal(t, e.Eval(env), e.Compile().Eval(env), "%s at %v", e, env)
+		}
+	}
+	assert.True(t, exprs[0].Compile().affine)
+	assert.True(t, exprs[6].Compile().affine)
+	assert.Empty(t, exprs[6].Compile().terms, "a - a + 5 is the constant 5")
+}

@@ -24,6 +24,9 @@ type compiled struct {
 	soloBuf         int
 	aggGBps         float64
 	loops           map[*tile.Loop]*loopInfo
+	// nextID numbers bodies; bodies are shared by every walk of the
+	// program.
+	nextID uint64
 	conds           map[*tile.If]*tile.Code
 }
 
@@ -31,6 +34,9 @@ type compiled struct {
 type loopInfo struct {
 	start, stop *tile.Code
 	step        int64
+	// batch is set for a loop nest whose every op is a compute op pinned to
+	// one engine (see batch.go).
+	batch bool
 }
 
 func (c *compiled) nStreams() int { return len(c.lay.cores) * c.perCore }
@@ -45,6 +51,8 @@ type opInfo struct {
 	sharedHBM   bool // HBM operands move by the instance's HBMOffset
 	accs        []opAcc
 	exprs       []opExpr
+	maxLevel    int // the deepest loop level its expressions depend on
+	keyLen      int
 	start, stop int32 // multiply_moving flags (-1: none)
 	bodies      map[uint64]*bodyMeta
 	// The latest instance, for ordering edges.
@@ -63,6 +71,20 @@ type opAcc struct {
 	dims [tile.MaxTileDims]struct{ start, stop int32 }
 	step [tile.MaxTileDims]int64
 	idx  [tile.MaxTileDims]bool
+	// level[d] is the loop depth dimension d's bounds depend on (-1: none);
+	// maxLevel the deepest of them.
+	level    [tile.MaxTileDims]int
+	maxLevel int
+	// Static facts of the tile, to skip pointer chasing per instance.
+	ti      *tileInfo
+	nd      int
+	hbm     bool
+	onChip  bool
+	inCores bool
+	// keyPos is where the operand's buffer starts in the op's body key;
+	// its dimensions follow (start and stop, or the size for a shared HBM
+	// operand).
+	keyPos int
 }
 
 // opExpr is one expression of an op, compiled, with the loop depth of the
@@ -71,6 +93,13 @@ type opExpr struct {
 	code  *tile.Code
 	level int
 	value int64
+}
+
+func (x *opExpr) eval(env []int64) int64 {
+	if x.level < 0 {
+		return x.value
+	}
+	return x.code.Eval(env)
 }
 
 // bodyMeta is a body the op has made, with what the scheduler derives
@@ -87,6 +116,8 @@ type bodyMeta struct {
 	// Estimates: the issue interval and completion latency on the engine,
 	// and a transfer's time on the DMA engines.
 	intervalNs, latencyNs, xferNs float64
+	// succ are the bodies the op's next instance had after this one.
+	succ [2]*bodyMeta
 }
 
 type hbmOperand struct {
@@ -160,8 +191,11 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		}
 	}
 	prep(k.Body)
+	for l, li := range c.loops {
+		li.batch = batchable(l)
+	}
 	for _, op := range k.Ops {
-		oi := &opInfo{op: op, text: tile.FormatOp(op), isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1}
+		oi := &opInfo{op: op, text: tile.FormatOp(op), isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1, maxLevel: -1}
 		addExpr := func(e tile.Expr) int32 {
 			x := opExpr{code: e.Compile(), level: -1}
 			for _, v := range x.code.Vars {
@@ -189,6 +223,19 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 					}
 				}
 			}
+			oa.maxLevel = -1
+			for d := range a.Tile.Shape {
+				oa.level[d] = -1
+				for _, x := range []int32{oa.dims[d].start, oa.dims[d].stop} {
+					if x >= 0 {
+						oa.level[d] = max(oa.level[d], oi.exprs[x].level)
+					}
+				}
+				oi.maxLevel = max(oi.maxLevel, oa.level[d])
+				oa.maxLevel = max(oa.maxLevel, oa.level[d])
+			}
+			oa.ti, oa.nd = lay.tiles[a.Tile.ID], len(a.Tile.Shape)
+			oa.hbm, oa.onChip, oa.inCores = a.Tile.Mem == isa.MemHBM, a.Tile.Mem.OnChip(), oa.ti.inCores
 			oi.accs = append(oi.accs, oa)
 			if a.Tile.Mem == isa.MemPSUM {
 				oi.touchesPSUM = true
@@ -206,11 +253,25 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			add(&op.Ins[i], false)
 		}
 		oi.sharedHBM = nHBM == 1
+		// The body key: engine, queue, DGE, core, flags, then per operand
+		// its buffer and its dimensions.
+		oi.keyLen = keyHead
+		for i := range oi.accs {
+			a := &oi.accs[i]
+			a.keyPos = oi.keyLen
+			if a.hbm && oi.sharedHBM {
+				oi.keyLen += 1 + a.nd
+			} else {
+				oi.keyLen += 1 + 2*a.nd
+			}
+		}
 		if !op.Start.IsZero() {
 			oi.start = addExpr(op.Start)
+			oi.maxLevel = max(oi.maxLevel, oi.exprs[oi.start].level)
 		}
 		if !op.Stop.IsZero() {
 			oi.stop = addExpr(op.Stop)
+			oi.maxLevel = max(oi.maxLevel, oi.exprs[oi.stop].level)
 		}
 		if !oi.isDMA && nHBM > 0 {
 			return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: oi.text,
@@ -257,8 +318,35 @@ func loopDepths(k *tile.Kernel) []int {
 // (for a DMA: triggered by eng on queue q with descriptor generation dge;
 // q < 0 for compute), made on first use.
 func (w *walk) body(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind) (*bodyMeta, error) {
-	key := w.key[:0]
-	key = append(key, int64(eng), int64(q), int64(dge), int64(core))
+	key := w.bodyKey(oi, core, eng, q, dge)
+	// The body that followed the last one before is the likeliest.
+	last := w.lastBody[oi.op.ID]
+	if last != nil {
+		for _, m := range last.succ {
+			if m != nil && equalKey(m.key, key) {
+				w.lastBody[oi.op.ID] = m
+				return m, nil
+			}
+		}
+	}
+	m, err := w.lookupBody(oi, core, eng, q, dge, key)
+	if err != nil {
+		return nil, err
+	}
+	if last != nil && last.succ[0] != m {
+		last.succ[1], last.succ[0] = last.succ[0], m
+	}
+	w.lastBody[oi.op.ID] = m
+	return m, nil
+}
+
+// keyHead is the number of key entries before the operands'.
+const keyHead = 5
+
+// bodyKey returns the key of the current instance's body: everything the
+// body depends on. The operands' part is kept up to date by evalAccesses.
+func (w *walk) bodyKey(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind) []int64 {
+	key := w.accCache[oi.op.ID].key
 	var flags int64
 	if oi.start >= 0 && w.expr(oi, oi.start) != 0 {
 		flags |= 1
@@ -266,20 +354,19 @@ func (w *walk) body(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind
 	if oi.stop >= 0 && w.expr(oi, oi.stop) != 0 {
 		flags |= 2
 	}
-	key = append(key, flags)
-	for i := range w.accs {
-		ae := &w.accs[i]
-		key = append(key, int64(ae.buf))
-		hbm := ae.ti.t.Mem == isa.MemHBM && oi.sharedHBM
-		for d := 0; d < ae.nd; d++ {
-			if hbm {
-				key = append(key, ae.stops[d]-ae.starts[d])
-			} else {
-				key = append(key, ae.starts[d], ae.stops[d])
-			}
-		}
+	key[0], key[1], key[2], key[3], key[4] = int64(eng), int64(q), int64(dge), int64(core), flags
+	return key
+}
+
+// lookupBody returns the body with key, made on first use.
+func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind, key []int64) (*bodyMeta, error) {
+	var flags int64
+	if oi.start >= 0 && w.expr(oi, oi.start) != 0 {
+		flags |= 1
 	}
-	w.key = key
+	if oi.stop >= 0 && w.expr(oi, oi.stop) != 0 {
+		flags |= 2
+	}
 	h := hashKey(key)
 	for m := oi.bodies[h]; m != nil; m = m.next {
 		if equalKey(m.key, key) {
@@ -321,8 +408,8 @@ func equalKey(a, b []int64) bool {
 // newBody makes the body of the current instance.
 func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind, flags int64) (*bodyMeta, error) {
 	op := oi.op
-	w.nextID++
-	b := &isa.Body{ID: w.nextID, Op: op.Opcode, Engine: eng, Core: int32(core), Attrs: op.Attrs, OpID: op.OpID}
+	w.c.nextID++
+	b := &isa.Body{ID: w.c.nextID, Op: op.Opcode, Engine: eng, Core: int32(core), Attrs: op.Attrs, OpID: op.OpID}
 	if !op.Start.IsZero() {
 		b.Attrs.Start = flags&1 != 0
 	}

@@ -14,8 +14,8 @@ import "github.com/trnsim/trnsim/isa"
 // them, so waiting for the write implies waiting for them. A read replaces
 // the same stream's earlier reads that it covers.
 
-// granuleShift sets the on-chip bucket size (2 KiB of each partition).
-const granuleShift = 11
+// granuleShift sets the on-chip bucket size (8 KiB of each partition).
+const granuleShift = 13
 
 // hbmRecsPerStream bounds the records one stream keeps per HBM tensor and
 // kind (reads, writes); beyond it the two oldest merge into one covering

@@ -23,8 +23,10 @@ type walk struct {
 	// level is unchanged.
 	stamp []uint64
 	tick  uint64
-	cache [][]exprCache
-	depth int
+	cache    [][]exprCache
+	accCache []accCache
+	lastBody []*bodyMeta
+	depth    int
 	tileInst []int64
 	streams  []*stream
 	tr       *tracker
@@ -34,13 +36,15 @@ type walk struct {
 	// the order they were made.
 	pending []pendingFinal
 	phead   int
-	nextID  uint64
 	err     error
 	done    bool
 	// qOwner[core][queue] is the engine that triggers the queue (-1: none).
 	qOwner  [][]int
 	qNext   []int
 	dmaFree []float64
+
+	// bt collects the instances of a batched loop nest.
+	bt batch
 
 	// scratch
 	depPos   []int64
@@ -62,6 +66,16 @@ type frame struct {
 	stop  int64
 	step  int64
 	cores bool
+}
+
+// accCache is an op's last evaluated operands and the loop stamps they
+// were evaluated at.
+type accCache struct {
+	accs   []accEval
+	key    []int64
+	stamps []uint64
+	core   int
+	valid  bool
 }
 
 type exprCache struct {
@@ -134,8 +148,11 @@ func newWalk(c *compiled) *walk {
 	w.stack = append(w.stack, frame{stmts: c.k.Body})
 	w.stamp = make([]uint64, len(c.k.Vars)+1)
 	w.cache = make([][]exprCache, len(c.ops))
+	w.accCache = make([]accCache, len(c.ops))
+	w.lastBody = make([]*bodyMeta, len(c.ops))
 	for i, oi := range c.ops {
 		w.cache[i] = make([]exprCache, len(oi.exprs))
+		w.accCache[i].stamps = make([]uint64, oi.maxLevel+1)
 	}
 	return w
 }
@@ -161,6 +178,13 @@ func (w *walk) step() {
 				w.depth--
 			}
 			w.stack = w.stack[:len(w.stack)-1]
+			if w.bt.active && len(w.stack) == w.bt.depth {
+				// The batched loop is done.
+				w.bt.active = false
+				if w.flushBatch() {
+					return
+				}
+			}
 			continue
 		}
 		s := f.stmts[f.pc]
@@ -172,6 +196,9 @@ func (w *walk) step() {
 			step := li.step
 			if start >= stop {
 				continue
+			}
+			if li.batch && !w.bt.active {
+				w.bt.active, w.bt.depth = true, len(w.stack)
 			}
 			w.env[s.Var.Index] = start
 			w.stack = append(w.stack, frame{stmts: s.Body, loop: s, stop: stop, step: step, cores: s.Kind == tile.Cores})
@@ -188,6 +215,16 @@ func (w *walk) step() {
 				w.stack = append(w.stack, frame{stmts: body})
 			}
 		case *tile.Op:
+			if w.bt.active {
+				if err := w.collectInstance(w.c.ops[s.ID]); err != nil {
+					w.err = err
+					return
+				}
+				if len(w.bt.insts) >= batchMax && w.flushBatch() {
+					return
+				}
+				continue
+			}
 			if err := w.emit(w.c.ops[s.ID]); err != nil {
 				w.err = err
 				return
@@ -254,47 +291,91 @@ func (w *walk) expr(oi *opInfo, i int32) int64 {
 	return c.value
 }
 
-// evalAccesses evaluates the op's operands for the current iteration.
+// evalAccesses evaluates the op's operands for the current iteration. The
+// op's last evaluation is kept: only dimensions whose bounds depend on a
+// loop that moved since are evaluated again. It keeps the operands' part of
+// the op's body key up to date too.
 func (w *walk) evalAccesses(oi *opInfo, core int) error {
-	w.accs = w.accs[:0]
+	ac := &w.accCache[oi.op.ID]
+	// m: the outermost level that moved since the last instance.
+	m := -1
+	if ac.valid && ac.core == core {
+		m = oi.maxLevel + 1
+		for l := 0; l <= oi.maxLevel; l++ {
+			if ac.stamps[l] != w.stamp[l] {
+				m = l
+				break
+			}
+		}
+	} else {
+		if len(ac.accs) != len(oi.accs) {
+			ac.accs = make([]accEval, len(oi.accs))
+			ac.key = make([]int64, oi.keyLen)
+			for i := range oi.accs {
+				ac.accs[i].ti, ac.accs[i].nd = oi.accs[i].ti, oi.accs[i].nd
+			}
+		}
+	}
+	for l := max(m, 0); l <= oi.maxLevel; l++ {
+		ac.stamps[l] = w.stamp[l]
+	}
+	ac.valid, ac.core = true, core
+	w.accs = ac.accs
+	key := ac.key
 	for i := range oi.accs {
 		a := &oi.accs[i]
-		t := a.acc.Tile
-		ti := w.c.lay.tiles[t.ID]
-		ae := accEval{ti: ti, nd: len(t.Shape)}
-		if t.Mem.OnChip() {
-			c := t.Core
-			if ti.inCores {
+		ae := &ac.accs[i]
+		if a.onChip {
+			c := a.ti.t.Core
+			if a.inCores {
 				c = core
 			}
 			var bufs []int32
-			if c >= 0 && c < len(ti.bufs) {
-				bufs = ti.bufs[c]
+			if c >= 0 && c < len(a.ti.bufs) {
+				bufs = a.ti.bufs[c]
 			}
 			if bufs == nil {
-				return w.opErr(oi, "tile %s does not exist on core %d", t.Name, c)
+				ac.valid = false
+				return w.opErr(oi, "tile %s does not exist on core %d", a.ti.t.Name, c)
 			}
-			ae.buf = bufs[w.slot(t)]
+			ae.buf = bufs[w.slot(a.ti.t)]
 		} else {
-			ae.buf = ti.bufs[0][0]
+			ae.buf = a.ti.bufs[0][0]
 		}
+		kp := a.keyPos
+		key[kp] = int64(ae.buf)
+		if a.maxLevel < m {
+			continue
+		}
+		shared := a.hbm && oi.sharedHBM
 		for d := 0; d < ae.nd; d++ {
-			dm := a.dims[d]
-			if dm.start < 0 {
-				ae.starts[d], ae.stops[d] = 0, t.Shape[d]
+			if a.level[d] < m {
 				continue
 			}
-			st := w.expr(oi, dm.start)
-			sp := st + 1
-			if dm.stop >= 0 {
-				sp = w.expr(oi, dm.stop)
-			}
-			if st < 0 || sp > t.Shape[d] || st >= sp {
-				return w.opErr(oi, "dimension %d of %s: %d:%d is outside 0:%d or empty", d, t.Name, st, sp, t.Shape[d])
+			dm := a.dims[d]
+			var st, sp int64
+			if dm.start < 0 {
+				st, sp = 0, a.ti.t.Shape[d]
+			} else {
+				st = oi.exprs[dm.start].eval(w.env)
+				sp = st + 1
+				if dm.stop >= 0 {
+					sp = oi.exprs[dm.stop].eval(w.env)
+				}
+				if st < 0 || sp > a.ti.t.Shape[d] || st >= sp {
+					ac.valid = false
+					return w.opErr(oi, "dimension %d of %s: %d:%d is outside 0:%d or empty", d, a.ti.t.Name, st, sp, a.ti.t.Shape[d])
+				}
 			}
 			ae.starts[d], ae.stops[d] = st, sp
+			if shared {
+				key[kp+1+d] = sp - st
+			} else {
+				key[kp+1+2*d], key[kp+2+2*d] = st, sp
+			}
 		}
-		if t.Mem == isa.MemHBM {
+		if a.hbm {
+			t := a.ti.t
 			off := int64(0)
 			stride := int64(1)
 			for d := ae.nd - 1; d >= 0; d-- {
@@ -303,7 +384,6 @@ func (w *walk) evalAccesses(oi *opInfo, core int) error {
 			}
 			ae.hbmOff = off * int64(t.DType.Bytes())
 		}
-		w.accs = append(w.accs, ae)
 	}
 	return nil
 }

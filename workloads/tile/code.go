@@ -1,14 +1,19 @@
 package tile
 
-// Code is an expression compiled for fast evaluation: an affine
-// expression (c0 + sum of c_i * v_i, the common case for indices) is
-// evaluated directly; anything else runs as a short stack program in
-// which every affine subtree is one instruction.
+// Code is an expression compiled for fast evaluation. Most index
+// expressions are affine (c0 + sum of c_i * v_i), or an affine base plus
+// the min (or max) of affine terms (every nesting of min, +, - and
+// multiplication by a positive constant is), possibly divided by a
+// constant and rounded up; or a comparison of affine terms. Those run
+// directly; anything else runs as a short stack program in which every
+// affine subtree is one instruction.
 type Code struct {
-	affine bool
-	c0     int64
-	terms  []term
-	prog   []cinstr
+	form  uint8
+	base  affine
+	list  []affine // min or max operands
+	div   int64
+	cmp   opKind
+	prog  []cinstr
 	// Vars are the variable indexes the expression uses.
 	Vars []int
 }
@@ -18,10 +23,157 @@ type term struct {
 	c int64
 }
 
-type cinstr struct {
-	op    opKind // kConst: push an affine value; others combine the top two
+type affine struct {
 	c0    int64
 	terms []term
+}
+
+func (a *affine) eval(env []int64) int64 {
+	v := a.c0
+	for _, t := range a.terms {
+		v += t.c * env[t.v]
+	}
+	return v
+}
+
+func (a affine) add(b affine, k int64) affine {
+	out := affine{c0: a.c0 + k*b.c0, terms: append([]term(nil), a.terms...)}
+	for _, t := range b.terms {
+		merged := false
+		for i := range out.terms {
+			if out.terms[i].v == t.v {
+				out.terms[i].c += k * t.c
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out.terms = append(out.terms, term{t.v, k * t.c})
+		}
+	}
+	kept := out.terms[:0]
+	for _, t := range out.terms {
+		if t.c != 0 {
+			kept = append(kept, t)
+		}
+	}
+	out.terms = kept
+	return out
+}
+
+func (a affine) scale(k int64) affine { return affine{}.add(a, k) }
+
+// Forms.
+const (
+	formAffine uint8 = iota
+	formMin          // base + min(list)
+	formMax          // base + max(list)
+	formCDivMin      // cdiv(base + min(list), div)
+	formCmp          // base <cmp> 0
+	formStack
+)
+
+type cinstr struct {
+	op opKind // kConst: push an affine value; others combine the top two
+	a  affine
+}
+
+// piece is an expression in normal form: base + min(list) or base +
+// max(list) (kind kMin/kMax), or base alone (kind kConst).
+type piece struct {
+	kind opKind
+	base affine
+	list []affine
+}
+
+// normal returns n in normal form, if it has one.
+func normal(n *node) (piece, bool) {
+	switch n.kind {
+	case kConst:
+		return piece{kind: kConst, base: affine{c0: n.val}}, true
+	case kVar:
+		return piece{kind: kConst, base: affine{terms: []term{{n.v.Index, 1}}}}, true
+	case kNeg:
+		p, ok := normal(n.a)
+		if !ok {
+			return p, false
+		}
+		return p.scale(-1)
+	case kAdd, kSub:
+		a, ok1 := normal(n.a)
+		b, ok2 := normal(n.b)
+		if !ok1 || !ok2 {
+			return piece{}, false
+		}
+		k := int64(1)
+		if n.kind == kSub {
+			var ok bool
+			if b, ok = b.scale(-1); !ok {
+				return piece{}, false
+			}
+		}
+		switch {
+		case a.kind == kConst:
+			b.base = b.base.add(a.base, k)
+			return b, true
+		case b.kind == kConst:
+			a.base = a.base.add(b.base, k)
+			return a, true
+		}
+	case kMul:
+		a, ok1 := normal(n.a)
+		b, ok2 := normal(n.b)
+		if !ok1 || !ok2 {
+			return piece{}, false
+		}
+		switch {
+		case a.kind == kConst && len(a.base.terms) == 0:
+			return b.scale(a.base.c0)
+		case b.kind == kConst && len(b.base.terms) == 0:
+			return a.scale(b.base.c0)
+		}
+	case kMin, kMax:
+		a, ok1 := normal(n.a)
+		b, ok2 := normal(n.b)
+		if !ok1 || !ok2 {
+			return piece{}, false
+		}
+		var list []affine
+		for _, p := range []piece{a, b} {
+			switch p.kind {
+			case kConst:
+				list = append(list, p.base)
+			case n.kind:
+				for _, x := range p.list {
+					list = append(list, x.add(p.base, 1))
+				}
+			default:
+				return piece{}, false
+			}
+		}
+		return piece{kind: n.kind, list: list}, true
+	}
+	return piece{}, false
+}
+
+// scale multiplies by k; a negative k turns a min into a max.
+func (p piece) scale(k int64) (piece, bool) {
+	out := piece{kind: p.kind, base: p.base.scale(k)}
+	for _, x := range p.list {
+		out.list = append(out.list, x.scale(k))
+	}
+	if k < 0 {
+		switch p.kind {
+		case kMin:
+			out.kind = kMax
+		case kMax:
+			out.kind = kMin
+		}
+	}
+	if k == 0 {
+		return piece{kind: kConst}, true
+	}
+	return out, true
 }
 
 // Compile returns e's compiled form.
@@ -34,90 +186,44 @@ func (e Expr) Compile() *Code {
 			c.Vars = append(c.Vars, v.Index)
 		}
 	})
-	if c0, ts, ok := affineOf(e.n); ok {
-		c.affine, c.c0, c.terms = true, c0, ts
+	n := e.n
+	if p, ok := normal(n); ok {
+		c.base, c.list = p.base, p.list
+		switch p.kind {
+		case kConst:
+			c.form = formAffine
+		case kMin:
+			c.form = formMin
+		default:
+			c.form = formMax
+		}
 		return c
 	}
-	c.emit(e.n)
+	if n.kind == kCDiv {
+		if p, ok := normal(n.a); ok && p.kind == kMin {
+			if d, ok := normal(n.b); ok && d.kind == kConst && len(d.base.terms) == 0 && d.base.c0 > 0 {
+				c.form, c.base, c.list, c.div = formCDivMin, p.base, p.list, d.base.c0
+				return c
+			}
+		}
+	}
+	switch n.kind {
+	case kEq, kNe, kLt, kLe, kGt, kGe:
+		a, ok1 := normal(n.a)
+		b, ok2 := normal(n.b)
+		if ok1 && ok2 && a.kind == kConst && b.kind == kConst {
+			c.form, c.cmp, c.base = formCmp, n.kind, a.base.add(b.base, -1)
+			return c
+		}
+	}
+	c.form = formStack
+	c.emit(n)
 	return c
 }
 
-// affineOf returns n as c0 + sum c_i v_i when it is affine.
-func affineOf(n *node) (int64, []term, bool) {
-	switch n.kind {
-	case kConst:
-		return n.val, nil, true
-	case kVar:
-		return 0, []term{{n.v.Index, 1}}, true
-	case kNeg:
-		c, ts, ok := affineOf(n.a)
-		if !ok {
-			return 0, nil, false
-		}
-		return -c, scaleTerms(ts, -1), true
-	case kAdd, kSub:
-		ca, ta, ok1 := affineOf(n.a)
-		cb, tb, ok2 := affineOf(n.b)
-		if !ok1 || !ok2 {
-			return 0, nil, false
-		}
-		if n.kind == kSub {
-			cb, tb = -cb, scaleTerms(tb, -1)
-		}
-		return ca + cb, addTerms(ta, tb), true
-	case kMul:
-		ca, ta, ok1 := affineOf(n.a)
-		cb, tb, ok2 := affineOf(n.b)
-		if !ok1 || !ok2 {
-			return 0, nil, false
-		}
-		switch {
-		case len(ta) == 0:
-			return ca * cb, scaleTerms(tb, ca), true
-		case len(tb) == 0:
-			return ca * cb, scaleTerms(ta, cb), true
-		}
-	}
-	return 0, nil, false
-}
-
-func scaleTerms(ts []term, k int64) []term {
-	out := make([]term, 0, len(ts))
-	for _, t := range ts {
-		if t.c*k != 0 {
-			out = append(out, term{t.v, t.c * k})
-		}
-	}
-	return out
-}
-
-func addTerms(a, b []term) []term {
-	out := append([]term(nil), a...)
-	for _, t := range b {
-		merged := false
-		for i := range out {
-			if out[i].v == t.v {
-				out[i].c += t.c
-				merged = true
-				break
-			}
-		}
-		if !merged {
-			out = append(out, t)
-		}
-	}
-	kept := out[:0]
-	for _, t := range out {
-		if t.c != 0 {
-			kept = append(kept, t)
-		}
-	}
-	return kept
-}
-
 func (c *Code) emit(n *node) {
-	if c0, ts, ok := affineOf(n); ok {
-		c.prog = append(c.prog, cinstr{op: kConst, c0: c0, terms: ts})
+	if p, ok := normal(n); ok && p.kind == kConst {
+		c.prog = append(c.prog, cinstr{op: kConst, a: p.base})
 		return
 	}
 	switch n.kind {
@@ -131,19 +237,41 @@ func (c *Code) emit(n *node) {
 	c.prog = append(c.prog, cinstr{op: n.kind})
 }
 
-func evalAffine(c0 int64, ts []term, env []int64) int64 {
-	v := c0
-	for _, t := range ts {
-		v += t.c * env[t.v]
+func minOf(list []affine, env []int64) int64 {
+	v := list[0].eval(env)
+	for i := 1; i < len(list); i++ {
+		v = min(v, list[i].eval(env))
+	}
+	return v
+}
+
+func maxOf(list []affine, env []int64) int64 {
+	v := list[0].eval(env)
+	for i := 1; i < len(list); i++ {
+		v = max(v, list[i].eval(env))
 	}
 	return v
 }
 
 // Eval evaluates the compiled expression with variable i at env[i].
 func (c *Code) Eval(env []int64) int64 {
-	if c.affine {
-		return evalAffine(c.c0, c.terms, env)
+	switch c.form {
+	case formAffine:
+		return c.base.eval(env)
+	case formMin:
+		return c.base.eval(env) + minOf(c.list, env)
+	case formMax:
+		return c.base.eval(env) + maxOf(c.list, env)
+	case formCDivMin:
+		return -floorDiv(-(c.base.eval(env) + minOf(c.list, env)), c.div)
+	case formCmp:
+		return apply(c.cmp, c.base.eval(env), 0)
 	}
+	return c.evalStack(env)
+}
+
+// evalStack runs the stack program.
+func (c *Code) evalStack(env []int64) int64 {
 	var stack [16]int64
 	sp := 0
 	for i := range c.prog {
@@ -153,7 +281,7 @@ func (c *Code) Eval(env []int64) int64 {
 			if sp == len(stack) {
 				return c.slow(env)
 			}
-			stack[sp] = evalAffine(in.c0, in.terms, env)
+			stack[sp] = in.a.eval(env)
 			sp++
 		case kNot:
 			stack[sp-1] = b2i(stack[sp-1] == 0)
@@ -174,7 +302,7 @@ func (c *Code) slow(env []int64) int64 {
 		in := &c.prog[i]
 		switch in.op {
 		case kConst:
-			stack = append(stack, evalAffine(in.c0, in.terms, env))
+			stack = append(stack, in.a.eval(env))
 		case kNot:
 			stack[len(stack)-1] = b2i(stack[len(stack)-1] == 0)
 		case kNeg:

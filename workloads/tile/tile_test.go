@@ -188,7 +188,35 @@ func TestCompiledExpressionsAgree(t *testing.T) {
 			assert.Equal(t, e.Eval(env), e.Compile().Eval(env), "%s at %v", e, env)
 		}
 	}
-	assert.True(t, exprs[0].Compile().affine)
-	assert.True(t, exprs[6].Compile().affine)
-	assert.Empty(t, exprs[6].Compile().terms, "a - a + 5 is the constant 5")
+	assert.Equal(t, formAffine, exprs[0].Compile().form)
+	assert.Equal(t, formAffine, exprs[6].Compile().form)
+	assert.Empty(t, exprs[6].Compile().base.terms, "a - a + 5 is the constant 5")
+}
+
+func TestCompiledFormsAgree(t *testing.T) {
+	k := New("x")
+	a, b := k.Var("a"), k.Var("b")
+	size := Min(C(512), C(3000).Sub(a.E().MulC(512)))
+	exprs := []Expr{
+		size,
+		a.E().MulC(512).Add(size),
+		size.CDiv(C(128)),
+		Min(C(128), C(1000).Sub(b.E().MulC(128))).Add(C(3)),
+		Min(C(128), size.Sub(b.E().MulC(128))),
+		size.MulC(-2).Add(Max(a.E(), b.E())),
+		Max(a.E(), Min(b.E(), C(3))),
+		a.E().Eq(C(0)),
+		size.Div(C(128)).MulC(128).Gt(C(0)),
+	}
+	forms := []uint8{formMin, formMin, formCDivMin, formMin, formMin, formStack, formStack, formCmp, formStack}
+	for i, e := range exprs {
+		c := e.Compile()
+		assert.Equal(t, forms[i], c.form, "%s", e)
+		for av := int64(0); av < 8; av++ {
+			for bv := int64(0); bv < 10; bv++ {
+				env := []int64{av, bv}
+				assert.Equal(t, e.Eval(env), c.Eval(env), "%s at %v", e, env)
+			}
+		}
+	}
 }

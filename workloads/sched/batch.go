@@ -31,6 +31,12 @@ type batch struct {
 	touched []int32
 	core    int
 	ci      int
+	// record is the nest whose batch is being collected, to memoise under
+	// recordKey once it is complete (nil: none).
+	record    *nestInfo
+	recordKey []int64
+	// replay, when set, are the instances to schedule instead of insts.
+	replay []batchInst
 }
 
 type batchInst struct {
@@ -77,8 +83,8 @@ func batchable(l *tile.Loop) bool {
 // collectInstance evaluates one instance of a batched op.
 func (w *walk) collectInstance(oi *opInfo) error {
 	core := w.coreOf(oi)
-	ci, ok := w.c.coreIdx[core]
-	if !ok {
+	ci := w.c.slotOf(core)
+	if ci < 0 {
 		return w.opErr(oi, "core %d is not one the kernel uses", core)
 	}
 	if err := w.evalAccesses(oi, core); err != nil {
@@ -98,6 +104,7 @@ func (w *walk) collectInstance(oi *opInfo) error {
 		}
 	} else if ci != bt.ci {
 		// A nest over cores does not batch; a change of core cuts it.
+		bt.record = nil
 		w.flushBatch()
 		return w.collectInstance(oi)
 	}
@@ -136,12 +143,24 @@ func unionSpan(u, s *isa.Span) {
 // made any.
 func (w *walk) flushBatch() bool {
 	bt := &w.bt
-	n := len(bt.insts)
+	insts := bt.insts
+	if bt.replay != nil {
+		insts, bt.replay = bt.replay, nil
+	}
+	n := len(insts)
 	if n == 0 {
 		bt.touched = bt.touched[:0]
+		bt.record = nil
 		return false
 	}
-	eng := bt.insts[0].oi.op.Engine
+	if bt.record != nil {
+		if !bt.active {
+			// The nest is complete: remember it.
+			w.remember(bt.record, bt.recordKey)
+		}
+		bt.record = nil
+	}
+	eng := insts[0].oi.op.Engine
 	ci := bt.ci
 	sid := w.c.engineStream(ci, eng)
 	st := w.streams[sid]
@@ -179,8 +198,8 @@ func (w *walk) flushBatch() bool {
 	// Positions, estimates and each op's last position.
 	t := start
 	var done float64
-	for i := range bt.insts {
-		bi := &bt.insts[i]
+	for i := range insts {
+		bi := &insts[i]
 		p := p0 + int64(i)
 		done = t + bi.meta.latencyNs
 		t += bi.meta.intervalNs
@@ -212,4 +231,167 @@ func (w *walk) flushBatch() bool {
 	w.gen += int64(n)
 	w.finalize(false)
 	return true
+}
+
+// The batch memo. A batch's instructions are a pure function of what the
+// expressions of its nest evaluate to, so a nest entered again with the
+// same expression signatures (tile.Code.Signature: the interior blocks of
+// a GEMM all share one) replays the bodies and access unions it made the
+// first time, without evaluating anything. Nests whose loops declare tiles
+// or have bounds that depend on the nest's own variables are not
+// memoised.
+
+// nestInfo is a batch root's nest, for the memo.
+type nestInfo struct {
+	ok    bool
+	loops []*tile.Loop    // pre-order, the root first
+	codes []*tile.Code    // every expression evaluated in the nest, once each
+	plans []*tile.SigPlan // their signature plans
+	isVar []bool          // the nest's variables
+	ops   []int32
+	tiles []*tile.Tile // tiles the nest's ops access
+	memo  map[uint64][]*memoEntry
+	hits  int
+}
+
+type memoEntry struct {
+	key    []int64
+	insts  []batchInst
+	unions []memoUnion
+}
+
+type memoUnion struct {
+	op    int32
+	spans []isa.Span
+}
+
+func (c *compiled) newNest(root *tile.Loop) *nestInfo {
+	n := &nestInfo{ok: true, isVar: make([]bool, len(c.k.Vars)), memo: map[uint64][]*memoEntry{}}
+	seenTile := map[*tile.Tile]bool{}
+	var walk func(stmts []tile.Stmt)
+	addLoop := func(l *tile.Loop) {
+		n.loops = append(n.loops, l)
+		n.isVar[l.Var.Index] = true
+		if len(l.Tiles) > 0 {
+			n.ok = false
+		}
+	}
+	walk = func(stmts []tile.Stmt) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *tile.Loop:
+				addLoop(s)
+				walk(s.Body)
+			case *tile.If:
+				n.codes = append(n.codes, c.conds[s.ID])
+				walk(s.Then)
+				walk(s.Else)
+			case *tile.Op:
+				oi := c.ops[s.ID]
+				n.ops = append(n.ops, int32(s.ID))
+				for i := range oi.exprs {
+					if oi.exprs[i].level >= 0 {
+						n.codes = append(n.codes, oi.exprs[i].code)
+					}
+				}
+				for _, a := range oi.accs {
+					if !seenTile[a.acc.Tile] {
+						seenTile[a.acc.Tile] = true
+						n.tiles = append(n.tiles, a.acc.Tile)
+					}
+				}
+			}
+		}
+	}
+	addLoop(root)
+	walk(root.Body)
+	// Each expression once.
+	seen := map[*tile.Code]bool{}
+	kept := n.codes[:0]
+	for _, code := range n.codes {
+		if !seen[code] {
+			seen[code] = true
+			kept = append(kept, code)
+		}
+	}
+	n.codes = kept
+	nest := func(v int) bool { return n.isVar[v] }
+	for _, code := range n.codes {
+		n.plans = append(n.plans, code.Plan(nest))
+	}
+	// Bounds must not depend on the nest's variables (a box).
+	for _, l := range n.loops {
+		li := c.loops[l.ID]
+		for _, code := range []*tile.Code{li.start, li.stop} {
+			for _, v := range code.Vars {
+				if n.isVar[v] {
+					n.ok = false
+				}
+			}
+		}
+	}
+	return n
+}
+
+// memoKey returns the signature of the nest entered now, or false.
+func (w *walk) memoKey(n *nestInfo, core int) ([]int64, bool) {
+	key := w.memoBuf[:0]
+	key = append(key, int64(core))
+	for _, t := range n.tiles {
+		key = append(key, int64(w.slot(t)))
+	}
+	if len(w.memoLo) < len(w.env) {
+		w.memoLo, w.memoHi = make([]int64, len(w.env)), make([]int64, len(w.env))
+	}
+	for _, l := range n.loops {
+		li := w.c.loops[l.ID]
+		lo, hi := li.start.Eval(w.env), li.stop.Eval(w.env)-1
+		w.memoLo[l.Var.Index], w.memoHi[l.Var.Index] = lo, hi
+		key = append(key, lo, hi)
+	}
+	for _, p := range n.plans {
+		key = p.Append(key, w.env, w.memoLo, w.memoHi)
+	}
+	w.memoBuf = key
+	return key, true
+}
+
+// replay schedules a memoised batch.
+func (w *walk) replay(me *memoEntry, ci int) {
+	bt := &w.bt
+	bt.ci = ci
+	bt.replay = me.insts
+	bt.epoch++
+	if bt.union == nil {
+		bt.union = make([][]isa.Span, len(w.c.ops))
+		bt.uepoch = make([]uint64, len(w.c.ops))
+	}
+	bt.touched = bt.touched[:0]
+	for _, u := range me.unions {
+		bt.union[u.op] = append(bt.union[u.op][:0], u.spans...)
+		bt.uepoch[u.op] = bt.epoch
+		bt.touched = append(bt.touched, u.op)
+	}
+	w.flushBatch()
+}
+
+// remember stores the batch being flushed under key.
+func (w *walk) remember(n *nestInfo, key []int64) {
+	bt := &w.bt
+	me := &memoEntry{key: append([]int64(nil), key...), insts: append([]batchInst(nil), bt.insts...)}
+	for _, id := range bt.touched {
+		me.unions = append(me.unions, memoUnion{op: id, spans: append([]isa.Span(nil), bt.union[id]...)})
+	}
+	h := hashKey(key)
+	n.memo[h] = append(n.memo[h], me)
+}
+
+func (n *nestInfo) lookup(key []int64) *memoEntry {
+	for _, me := range n.memo[hashKey(key)] {
+		if equalKey(me.key, key) {
+			n.hits++
+			return me
+		}
+	}
+	return nil
 }

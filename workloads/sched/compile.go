@@ -23,23 +23,39 @@ type compiled struct {
 	finalDist       int64
 	soloBuf         int
 	aggGBps         float64
-	loops           map[*tile.Loop]*loopInfo
+	loops           []*loopInfo  // by Loop.ID
+	conds           []*tile.Code // by If.ID
+	// coreSlot[core] is the core's index in the layout (-1: unused).
+	coreSlot []int
 	// nextID numbers bodies; bodies are shared by every walk of the
 	// program.
 	nextID uint64
-	conds           map[*tile.If]*tile.Code
+	// possible[stream] is set for the engine streams an op may go to; the
+	// others are known to be empty without walking.
+	possible []bool
 }
 
 // loopInfo is a loop's bounds, compiled.
 type loopInfo struct {
+	loop        *tile.Loop
 	start, stop *tile.Code
 	step        int64
 	// batch is set for a loop nest whose every op is a compute op pinned to
-	// one engine (see batch.go).
+	// one engine (see batch.go); nest describes it for the batch memo.
 	batch bool
+	nest  *nestInfo
 }
 
 func (c *compiled) nStreams() int { return len(c.lay.cores) * c.perCore }
+
+// slotOf returns a core's index in the layout, -1 for a core the kernel
+// does not use.
+func (c *compiled) slotOf(core int) int {
+	if core < 0 || core >= len(c.coreSlot) {
+		return -1
+	}
+	return c.coreSlot[core]
+}
 
 // opInfo is an op of the kernel, ready to execute.
 type opInfo struct {
@@ -170,34 +186,42 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		c.soloBuf = 1 << 17
 	}
 	c.aggGBps = tg.DMAEngineGBps * float64(lim.DMAEngines)
+	c.coreSlot = make([]int, max(lim.CoresPerChip, 1))
+	for i := range c.coreSlot {
+		c.coreSlot[i] = -1
+	}
 	for i, core := range lay.cores {
 		c.coreIdx[core] = i
+		c.coreSlot[core] = i
 	}
 	depths := loopDepths(k)
-	c.loops, c.conds = map[*tile.Loop]*loopInfo{}, map[*tile.If]*tile.Code{}
+	c.loops, c.conds = make([]*loopInfo, k.Blocks), make([]*tile.Code, k.Blocks)
+	var cc tile.Compiler
 	var prep func(stmts []tile.Stmt)
 	prep = func(stmts []tile.Stmt) {
 		for _, s := range stmts {
 			switch s := s.(type) {
 			case *tile.Loop:
 				step, _ := s.Step.Const()
-				c.loops[s] = &loopInfo{start: s.Start.Compile(), stop: s.Stop.Compile(), step: step}
+				c.loops[s.ID] = &loopInfo{loop: s, start: cc.Compile(s.Start), stop: cc.Compile(s.Stop), step: step}
 				prep(s.Body)
 			case *tile.If:
-				c.conds[s] = s.Cond.Compile()
+				c.conds[s.ID] = cc.Compile(s.Cond)
 				prep(s.Then)
 				prep(s.Else)
 			}
 		}
 	}
 	prep(k.Body)
-	for l, li := range c.loops {
-		li.batch = batchable(l)
+	for _, li := range c.loops {
+		if li != nil {
+			li.batch = batchable(li.loop)
+		}
 	}
 	for _, op := range k.Ops {
 		oi := &opInfo{op: op, text: tile.FormatOp(op), isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1, maxLevel: -1}
 		addExpr := func(e tile.Expr) int32 {
-			x := opExpr{code: e.Compile(), level: -1}
+			x := opExpr{code: cc.Compile(e), level: -1}
 			for _, v := range x.code.Vars {
 				x.level = max(x.level, depths[v])
 			}
@@ -279,6 +303,12 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		}
 		c.ops = append(c.ops, oi)
 	}
+	for _, li := range c.loops {
+		if li != nil && li.batch {
+			li.nest = c.newNest(li.loop)
+		}
+	}
+	c.possible = possibleStreams(c)
 	prog := &isa.Program{Version: isa.AssemblyVersion, Target: tg.Name, Buffers: lay.buffers}
 	for ci, core := range lay.cores {
 		for _, e := range isa.AllEngines() {
@@ -291,6 +321,90 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 	}
 	prog.OpenAll = func() []isa.Stream { return newSession(c).streams() }
 	return &Program{Program: prog, c: c, PeakSBUFBytes: lay.peakSBUF, PeakPSUMBytes: lay.peakPSUM, Cores: lay.cores}, nil
+}
+
+// possibleStreams returns which engine streams may receive instructions:
+// an op's pinned engine, or the engines the scheduler may choose for it,
+// on the cores it may run on.
+func possibleStreams(c *compiled) []bool {
+	out := make([]bool, c.nStreams())
+	lim := c.tg.Limits
+	dge := c.opts.DGE
+	if c.opts.DGEAuto {
+		dge = isa.DGENone
+		if lim.HardwareDGE {
+			dge = isa.DGEHardware
+		}
+	}
+	var walk func(stmts []tile.Stmt, cores []int)
+	walk = func(stmts []tile.Stmt, cores []int) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *tile.Loop:
+				cs := cores
+				if s.Kind == tile.Cores {
+					lo, _ := s.Start.Static()
+					hi, _ := s.Stop.Static()
+					cs = nil
+					for v := lo; v < hi; v++ {
+						cs = append(cs, int(v))
+					}
+				}
+				walk(s.Body, cs)
+			case *tile.If:
+				walk(s.Then, cores)
+				walk(s.Else, cores)
+			case *tile.Op:
+				oi := c.ops[s.ID]
+				cs := cores
+				if cs == nil {
+					cs = []int{c.lay.cores[0]}
+					for _, a := range oi.accs {
+						if a.Mem.OnChip() {
+							cs = []int{a.Core}
+							break
+						}
+					}
+				}
+				var engs []isa.Engine
+				switch {
+				case !s.Any:
+					engs = []isa.Engine{s.Engine}
+				case oi.isDMA:
+					d := dge
+					if s.DGESet {
+						d = s.Attrs.DGE
+					}
+					if s.Opcode == isa.OpDMAGather || s.Opcode == isa.OpDMAScatter {
+						d = isa.DGESoftware
+					}
+					switch d {
+					case isa.DGEHardware:
+						engs = []isa.Engine{isa.EngineSync, isa.EngineScalar}
+					case isa.DGESoftware:
+						engs = []isa.Engine{isa.EngineGpSimd}
+					default:
+						engs = []isa.Engine{isa.EngineSync, isa.EngineScalar, isa.EngineGpSimd}
+					}
+				default:
+					engs = []isa.Engine{isa.EngineVector, isa.EngineScalar, isa.EngineGpSimd}
+				}
+				for _, core := range cs {
+					ci := c.slotOf(core)
+					if ci < 0 {
+						continue
+					}
+					for _, e := range engs {
+						if oi.isDMA || s.Opcode.RunsOn(e) {
+							out[c.engineStream(ci, e)] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	walk(c.k.Body, nil)
+	return out
 }
 
 // loopDepths returns, for every loop variable, the depth of its loop (0:

@@ -14,8 +14,9 @@ import "github.com/trnsim/trnsim/isa"
 // them, so waiting for the write implies waiting for them. A read replaces
 // the same stream's earlier reads that it covers.
 
-// granuleShift sets the on-chip bucket size (8 KiB of each partition).
-const granuleShift = 13
+// granuleShift sets the on-chip bucket sizes (SBUF, PSUM): 8 KiB of each
+// partition (four PSUM banks, an accumulation group of a GEMM).
+var granuleShift = [2]uint{13, 13}
 
 // hbmRecsPerStream bounds the records one stream keeps per HBM tensor and
 // kind (reads, writes); beyond it the two oldest merge into one covering
@@ -38,26 +39,41 @@ type hrec struct {
 	reg    isa.Region
 }
 
+// bucket holds a granule's records, per stream, oldest first (positions
+// only grow), so a check finds a stream's latest conflicting access by
+// looking from the newest end, and stops there.
 type bucket struct {
-	recs []rec
+	streams []streamRecs
 }
+
+type streamRecs struct {
+	stream int32
+	recs   []rec
+}
+
+// maxRecsPerStream bounds a stream's records in one granule; beyond it the
+// two oldest merge into one covering both (conservative).
+const maxRecsPerStream = 32
 
 type hbmRecs struct {
 	reads, writes []hrec
+	// count[stream] is how many records the stream has in each list.
+	nreads, nwrites []int
 }
 
 type tracker struct {
 	// onchip[coreIndex][0 SBUF, 1 PSUM] are the granules of one partition's
 	// byte range (records carry their partitions).
-	onchip [][2][]bucket
-	hbm    map[int32]*hbmRecs // by buffer index
+	onchip  [][2][]bucket
+	hbm     map[int32]*hbmRecs // by buffer index
+	streams int
 }
 
-func newTracker(cores int, sbufBytes, psumBytes int64) *tracker {
-	t := &tracker{onchip: make([][2][]bucket, cores), hbm: map[int32]*hbmRecs{}}
+func newTracker(cores int, sbufBytes, psumBytes int64, streams int) *tracker {
+	t := &tracker{onchip: make([][2][]bucket, cores), hbm: map[int32]*hbmRecs{}, streams: streams}
 	for c := range t.onchip {
-		t.onchip[c][0] = make([]bucket, (sbufBytes>>granuleShift)+1)
-		t.onchip[c][1] = make([]bucket, (psumBytes>>granuleShift)+1)
+		t.onchip[c][0] = make([]bucket, (sbufBytes>>granuleShift[0])+1)
+		t.onchip[c][1] = make([]bucket, (psumBytes>>granuleShift[1])+1)
 	}
 	return t
 }
@@ -72,36 +88,96 @@ func memIndex(m isa.Memory) int {
 // conflictFn receives a conflicting earlier access.
 type conflictFn func(stream int32, pos int64, est float64)
 
-// spanConflicts calls fn for every record that conflicts with an access of
-// sp (sp.Write says whether it writes) on core index ci.
+// spanConflicts calls fn, for every stream with a record that conflicts
+// with an access of sp (sp.Write says whether it writes) on core index ci,
+// with its latest conflicting record.
 func (t *tracker) spanConflicts(ci int, sp *isa.Span, fn conflictFn) {
-	bs := t.onchip[ci][memIndex(sp.Mem)]
-	g0, g1 := sp.Lo>>granuleShift, (sp.Hi-1)>>granuleShift
+	mi := memIndex(sp.Mem)
+	bs := t.onchip[ci][mi]
+	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
 	for g := g0; g <= g1 && int(g) < len(bs); g++ {
-		for i := range bs[g].recs {
-			r := &bs[g].recs[i]
-			if (r.write || sp.Write) && r.span.Overlaps(sp) {
-				fn(r.stream, r.pos, r.est)
+		b := &bs[g]
+		for k := range b.streams {
+			sr := &b.streams[k]
+			for i := len(sr.recs) - 1; i >= 0; i-- {
+				r := &sr.recs[i]
+				if (r.write || sp.Write) && r.span.Overlaps(sp) {
+					fn(sr.stream, r.pos, r.est)
+					break
+				}
 			}
 		}
 	}
 }
 
-// recordSpan remembers an access of sp by stream at pos.
+// recordSpan remembers an access of sp by stream at pos. A write drops
+// every record it covers; a read, the stream's reads it covers, and it
+// merges with a read of the stream that it overlaps (the two become their
+// hull, at the later position: whoever conflicts with either waits for the
+// later, as it would for both).
 func (t *tracker) recordSpan(ci int, sp *isa.Span, stream int32, pos int64, est float64) {
-	bs := t.onchip[ci][memIndex(sp.Mem)]
-	g0, g1 := sp.Lo>>granuleShift, (sp.Hi-1)>>granuleShift
+	mi := memIndex(sp.Mem)
+	bs := t.onchip[ci][mi]
+	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
 	nr := rec{stream: stream, write: sp.Write, pos: pos, est: est, span: *sp}
 	for g := g0; g <= g1 && int(g) < len(bs); g++ {
 		b := &bs[g]
-		kept := b.recs[:0]
-		for _, r := range b.recs {
-			covered := sp.Covers(&r.span) && (sp.Write || (!r.write && r.stream == stream))
-			if !covered {
-				kept = append(kept, r)
+		var own *streamRecs
+		for k := range b.streams {
+			sr := &b.streams[k]
+			if sr.stream == stream {
+				own = sr
+			}
+			if !sp.Write && sr.stream != stream {
+				continue
+			}
+			kept := 0
+			for i := range sr.recs {
+				r := &sr.recs[i]
+				if sp.Covers(&r.span) && (sp.Write || !r.write) {
+					continue
+				}
+				if kept != i {
+					sr.recs[kept] = *r
+				}
+				kept++
+			}
+			sr.recs = sr.recs[:kept]
+		}
+		if own != nil && !sp.Write {
+			merged := false
+			for i := len(own.recs) - 1; i >= 0; i-- {
+				r := &own.recs[i]
+				if !r.write && r.span.Overlaps(sp) {
+					r.span.Lo, r.span.Hi = min(r.span.Lo, sp.Lo), max(r.span.Hi, sp.Hi)
+					r.span.PartLo, r.span.PartHi = min(r.span.PartLo, sp.PartLo), max(r.span.PartHi, sp.PartHi)
+					r.pos, r.est = max(r.pos, pos), max(r.est, est)
+					// Keep the list in position order.
+					for j := i; j+1 < len(own.recs); j++ {
+						own.recs[j], own.recs[j+1] = own.recs[j+1], own.recs[j]
+					}
+					merged = true
+					break
+				}
+			}
+			if merged {
+				continue
 			}
 		}
-		b.recs = append(kept, nr)
+		if own == nil {
+			b.streams = append(b.streams, streamRecs{stream: stream})
+			own = &b.streams[len(b.streams)-1]
+		}
+		own.recs = append(own.recs, nr)
+		if len(own.recs) > maxRecsPerStream {
+			a, c := &own.recs[0], &own.recs[1]
+			c.span.Lo, c.span.Hi = min(a.span.Lo, c.span.Lo), max(a.span.Hi, c.span.Hi)
+			c.span.PartLo, c.span.PartHi = min(a.span.PartLo, c.span.PartLo), max(a.span.PartHi, c.span.PartHi)
+			c.write = a.write || c.write
+			c.span.Write = c.write
+			c.est = max(a.est, c.est)
+			own.recs = append(own.recs[:0], own.recs[1:]...)
+		}
 	}
 }
 
@@ -129,18 +205,21 @@ func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, fn con
 	}
 }
 
-// recordRegion remembers an HBM access.
+// recordRegion remembers an HBM access. A write drops the records it
+// covers; reads accumulate, at most hbmRecsPerStream per stream and
+// tensor (beyond it the stream's two oldest merge).
 func (t *tracker) recordRegion(buf int32, reg *isa.Region, write bool, stream int32, pos int64, est float64) {
 	h := t.hbm[buf]
 	if h == nil {
-		h = &hbmRecs{}
+		h = &hbmRecs{nreads: make([]int, t.streams), nwrites: make([]int, t.streams)}
 		t.hbm[buf] = h
 	}
 	nr := hrec{stream: stream, write: write, pos: pos, est: est, reg: *reg}
-	drop := func(list []hrec, any bool) []hrec {
+	drop := func(list []hrec, count []int) []hrec {
 		kept := list[:0]
 		for _, r := range list {
-			if (any || r.stream == stream) && reg.Covers(&r.reg) {
+			if reg.Covers(&r.reg) {
+				count[r.stream]--
 				continue
 			}
 			kept = append(kept, r)
@@ -148,38 +227,39 @@ func (t *tracker) recordRegion(buf int32, reg *isa.Region, write bool, stream in
 		return kept
 	}
 	if write {
-		h.writes = drop(h.writes, true)
-		h.reads = drop(h.reads, true)
-		h.writes = appendCapped(h.writes, nr)
+		h.writes = drop(h.writes, h.nwrites)
+		h.reads = drop(h.reads, h.nreads)
+		h.writes = appendCapped(h.writes, h.nwrites, nr)
 	} else {
-		h.reads = drop(h.reads, false)
-		h.reads = appendCapped(h.reads, nr)
+		h.reads = appendCapped(h.reads, h.nreads, nr)
 	}
 }
 
 // appendCapped appends r, merging the stream's two oldest records when it
 // has more than hbmRecsPerStream.
-func appendCapped(list []hrec, r hrec) []hrec {
+func appendCapped(list []hrec, count []int, r hrec) []hrec {
 	list = append(list, r)
-	n, first, second := 0, -1, -1
+	count[r.stream]++
+	if count[r.stream] <= hbmRecsPerStream {
+		return list
+	}
+	first, second := -1, -1
 	for i := range list {
 		if list[i].stream == r.stream {
-			n++
 			if first < 0 {
 				first = i
-			} else if second < 0 {
+			} else {
 				second = i
+				break
 			}
 		}
-	}
-	if n <= hbmRecsPerStream {
-		return list
 	}
 	a, b := &list[first], &list[second]
 	b.reg = unionRegion(&a.reg, &b.reg)
 	b.write = a.write || b.write
 	b.pos = max(a.pos, b.pos)
 	b.est = max(a.est, b.est)
+	count[r.stream]--
 	return append(list[:first], list[first+1:]...)
 }
 

@@ -1,6 +1,9 @@
 package sched
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/trnsim/trnsim/isa"
 )
 
@@ -23,6 +26,8 @@ type outStream struct {
 	idx    int32
 	solo   *walk
 	handed int64
+	// empty is set for a stream no op can go to.
+	empty bool
 }
 
 func newSession(c *compiled) *session {
@@ -31,7 +36,7 @@ func newSession(c *compiled) *session {
 		for e := 0; e < int(isa.NumEngines); e++ {
 			idx := c.engineStream(ci, isa.Engine(e))
 			s.shared.streams[idx].keep = true
-			s.outs = append(s.outs, &outStream{sess: s, idx: idx})
+			s.outs = append(s.outs, &outStream{sess: s, idx: idx, empty: !c.possible[idx]})
 		}
 	}
 	return s
@@ -47,6 +52,9 @@ func (s *session) streams() []isa.Stream {
 
 // newSolo returns a stream served by a walk of its own.
 func newSolo(c *compiled, idx int) isa.Stream {
+	if !c.possible[idx] {
+		return &outStream{idx: int32(idx), empty: true}
+	}
 	w := newWalk(c)
 	w.streams[idx].keep = true
 	return &outStream{idx: int32(idx), solo: w}
@@ -55,6 +63,9 @@ func newSolo(c *compiled, idx int) isa.Stream {
 // Next returns the stream's next instruction, advancing its walk as far as
 // that takes.
 func (o *outStream) Next() (*isa.Instruction, error) {
+	if o.empty {
+		return nil, nil
+	}
 	w := o.solo
 	if w == nil {
 		w = o.sess.shared
@@ -64,8 +75,9 @@ func (o *outStream) Next() (*isa.Instruction, error) {
 		if st.outHead < len(st.out) {
 			e := &st.out[st.outHead]
 			if e.final || w.done {
+				// (The entry is not cleared: it is overwritten when the buffer
+				// next fills, and clearing costs a write barrier each.)
 				in := e.in
-				st.out[st.outHead] = outEntry{}
 				st.outHead++
 				if st.outHead == len(st.out) {
 					st.out, st.outHead = st.out[:0], 0
@@ -105,6 +117,9 @@ func (s *session) bufferedExcept(idx int32) int {
 // detach gives the stream a walk of its own, which skips what the shared
 // walk has handed out already; the shared walk stops keeping it.
 func (o *outStream) detach() {
+	if os.Getenv("TRNSIM_DEBUG_MEMO") != "" {
+		fmt.Fprintf(os.Stderr, "detach stream %d after %d instructions\n", o.idx, o.handed)
+	}
 	w := newWalk(o.sess.c)
 	st := w.streams[o.idx]
 	st.keep = true
@@ -138,13 +153,19 @@ func Drain(p *isa.Program) int64 {
 		for _, s := range w.streams {
 			if s.keep {
 				n += int64(s.buffered())
-				clear(s.out)
 				s.out, s.outHead = s.out[:0], 0
 			}
 		}
 	}
 	if w.err != nil {
 		return -1
+	}
+	if os.Getenv("TRNSIM_DEBUG_MEMO") != "" {
+		for _, li := range w.c.loops {
+			if li != nil && li.nest != nil {
+				fmt.Println("nest", li.loop.Var.Name, "ok", li.nest.ok, "entries", len(li.nest.memo), "codes", len(li.nest.codes), "hits", li.nest.hits)
+			}
+		}
 	}
 	return n
 }

@@ -15,14 +15,14 @@ import (
 // deterministic: walks of one compiled kernel make the same decisions, so
 // a stream may be served by a walk of its own.
 type walk struct {
-	c        *compiled
-	env      []int64
-	stack    []frame
+	c     *compiled
+	env   []int64
+	stack []frame
 	// stamp[d] changes whenever the loop at depth d moves (or starts); an
 	// op's cached expression values are valid while the stamp of their
 	// level is unchanged.
-	stamp []uint64
-	tick  uint64
+	stamp    []uint64
+	tick     uint64
 	cache    [][]exprCache
 	accCache []accCache
 	lastBody []*bodyMeta
@@ -45,6 +45,9 @@ type walk struct {
 
 	// bt collects the instances of a batched loop nest.
 	bt batch
+	// memo scratch
+	memoBuf        []int64
+	memoLo, memoHi []int64
 
 	// scratch
 	depPos   []int64
@@ -112,7 +115,7 @@ type accEval struct {
 
 func newWalk(c *compiled) *walk {
 	w := &walk{c: c, env: make([]int64, len(c.k.Vars)), tileInst: make([]int64, len(c.k.Tiles)),
-		tr: newTracker(len(c.lay.cores), c.tg.Limits.SBUFPartitionBytes, c.tg.Limits.PSUMPartitionBytes)}
+		tr: newTracker(len(c.lay.cores), c.tg.Limits.SBUFPartitionBytes, c.tg.Limits.PSUMPartitionBytes, c.nStreams())}
 	n := c.nStreams()
 	for ci, core := range c.lay.cores {
 		for k := 0; k < c.perCore; k++ {
@@ -191,13 +194,31 @@ func (w *walk) step() {
 		f.pc++
 		switch s := s.(type) {
 		case *tile.Loop:
-			li := w.c.loops[s]
+			li := w.c.loops[s.ID]
 			start, stop := li.start.Eval(w.env), li.stop.Eval(w.env)
 			step := li.step
 			if start >= stop {
 				continue
 			}
 			if li.batch && !w.bt.active {
+				if n := li.nest; n != nil && n.ok {
+					core := w.c.lay.cores[0]
+					for i := len(w.stack) - 1; i >= 0; i-- {
+						if w.stack[i].cores {
+							core = int(w.env[w.stack[i].loop.Var.Index])
+							break
+						}
+					}
+					if key, ok := w.memoKey(n, core); ok {
+						if me := n.lookup(key); me != nil {
+							w.replay(me, w.c.slotOf(core))
+							return
+						}
+						w.bt.record, w.bt.recordKey = n, append(w.bt.recordKey[:0], key...)
+					} else {
+						n.ok = false
+					}
+				}
 				w.bt.active, w.bt.depth = true, len(w.stack)
 			}
 			w.env[s.Var.Index] = start
@@ -208,7 +229,7 @@ func (w *walk) step() {
 			w.newIteration(s)
 		case *tile.If:
 			body := s.Then
-			if w.c.conds[s].Eval(w.env) == 0 {
+			if w.c.conds[s.ID].Eval(w.env) == 0 {
 				body = s.Else
 			}
 			if len(body) > 0 {
@@ -397,8 +418,8 @@ func (c *compiled) queueStream(ci, q int) int32             { return int32(ci*c.
 func (w *walk) emit(oi *opInfo) error {
 	op := oi.op
 	core := w.coreOf(oi)
-	ci, ok := w.c.coreIdx[core]
-	if !ok {
+	ci := w.c.slotOf(core)
+	if ci < 0 {
 		return w.opErr(oi, "core %d is not one the kernel uses", core)
 	}
 	if err := w.evalAccesses(oi, core); err != nil {
@@ -665,7 +686,7 @@ func (w *walk) collect(oi *opInfo, ci int, meta *bodyMeta) {
 }
 
 // spanCore returns the core index of a span's memory.
-func (w *walk) spanCore(sp *isa.Span) int { return w.c.coreIdx[int(sp.Core)] }
+func (w *walk) spanCore(sp *isa.Span) int { return w.c.slotOf(int(sp.Core)) }
 
 func (w *walk) region(h *hbmOperand, ae *accEval) isa.Region {
 	ap := h.op.AP

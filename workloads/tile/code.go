@@ -5,15 +5,15 @@ package tile
 // the min (or max) of affine terms (every nesting of min, +, - and
 // multiplication by a positive constant is), possibly divided by a
 // constant and rounded up; or a comparison of affine terms. Those run
-// directly; anything else runs as a short stack program in which every
-// affine subtree is one instruction.
+// directly; anything else is an operator of compiled operands.
 type Code struct {
-	form  uint8
-	base  affine
-	list  []affine // min or max operands
-	div   int64
-	cmp   opKind
-	prog  []cinstr
+	form uint8
+	base affine
+	list []affine // min or max operands
+	div  int64
+	cmp  opKind
+	// formNode: the operator (cmp) and its operands (y nil for not, -).
+	x, y *Code
 	// Vars are the variable indexes the expression uses.
 	Vars []int
 }
@@ -65,18 +65,13 @@ func (a affine) scale(k int64) affine { return affine{}.add(a, k) }
 
 // Forms.
 const (
-	formAffine uint8 = iota
-	formMin          // base + min(list)
-	formMax          // base + max(list)
-	formCDivMin      // cdiv(base + min(list), div)
-	formCmp          // base <cmp> 0
-	formStack
+	formAffine  uint8 = iota
+	formMin           // base + min(list)
+	formMax           // base + max(list)
+	formCDivMin       // cdiv(base + min(list), div)
+	formCmp           // base <cmp> 0
+	formNode          // an operator of compiled operands
 )
-
-type cinstr struct {
-	op opKind // kConst: push an affine value; others combine the top two
-	a  affine
-}
 
 // piece is an expression in normal form: base + min(list) or base +
 // max(list) (kind kMin/kMax), or base alone (kind kConst).
@@ -176,6 +171,25 @@ func (p piece) scale(k int64) (piece, bool) {
 	return out, true
 }
 
+// Compiler compiles expressions, giving the same Code to the same
+// expression (one built once and used by several accesses).
+type Compiler struct {
+	done map[*node]*Code
+}
+
+// Compile returns e's compiled form, shared with earlier compilations of e.
+func (k *Compiler) Compile(e Expr) *Code {
+	if k.done == nil {
+		k.done = map[*node]*Code{}
+	}
+	if c, ok := k.done[e.n]; ok {
+		return c
+	}
+	c := e.Compile()
+	k.done[e.n] = c
+	return c
+}
+
 // Compile returns e's compiled form.
 func (e Expr) Compile() *Code {
 	c := &Code{}
@@ -216,25 +230,12 @@ func (e Expr) Compile() *Code {
 			return c
 		}
 	}
-	c.form = formStack
-	c.emit(n)
+	c.form, c.cmp = formNode, n.kind
+	c.x = Expr{n.a}.Compile()
+	if n.b != nil {
+		c.y = Expr{n.b}.Compile()
+	}
 	return c
-}
-
-func (c *Code) emit(n *node) {
-	if p, ok := normal(n); ok && p.kind == kConst {
-		c.prog = append(c.prog, cinstr{op: kConst, a: p.base})
-		return
-	}
-	switch n.kind {
-	case kNot, kNeg:
-		c.emit(n.a)
-		c.prog = append(c.prog, cinstr{op: n.kind})
-		return
-	}
-	c.emit(n.a)
-	c.emit(n.b)
-	c.prog = append(c.prog, cinstr{op: n.kind})
 }
 
 func minOf(list []affine, env []int64) int64 {
@@ -267,51 +268,244 @@ func (c *Code) Eval(env []int64) int64 {
 	case formCmp:
 		return apply(c.cmp, c.base.eval(env), 0)
 	}
-	return c.evalStack(env)
+	return c.evalNode(env)
 }
 
-// evalStack runs the stack program.
-func (c *Code) evalStack(env []int64) int64 {
-	var stack [16]int64
-	sp := 0
-	for i := range c.prog {
-		in := &c.prog[i]
-		switch in.op {
-		case kConst:
-			if sp == len(stack) {
-				return c.slow(env)
+func (c *Code) evalNode(env []int64) int64 {
+	switch c.cmp {
+	case kNot:
+		return b2i(c.x.Eval(env) == 0)
+	case kNeg:
+		return -c.x.Eval(env)
+	}
+	return apply(c.cmp, c.x.Eval(env), c.y.Eval(env))
+}
+
+// Signature appends to out what e's values over a loop nest depend on, so
+// that two entries into the nest with equal signatures give e equal values
+// at every point of the nest. nest reports the variables of the nest;
+// lo and hi bound each of them over the nest (the nest's iteration box);
+// env holds the values of the variables outside it. It reports false when
+// e has no such signature (a stack program over nest variables).
+//
+// An affine expression's signature is its value with the nest variables at
+// zero. A min (max) of affine terms is, when one term is the least
+// (greatest) over the whole box, that term's index and value at zero;
+// otherwise every term's.
+func (c *Code) Signature(out []int64, env []int64, nest func(v int) bool, lo, hi []int64) ([]int64, bool) {
+	ctx := func(a *affine) int64 {
+		v := a.c0
+		for _, t := range a.terms {
+			if !nest(t.v) {
+				v += t.c * env[t.v]
 			}
-			stack[sp] = in.a.eval(env)
-			sp++
-		case kNot:
-			stack[sp-1] = b2i(stack[sp-1] == 0)
-		case kNeg:
-			stack[sp-1] = -stack[sp-1]
-		default:
-			stack[sp-2] = apply(in.op, stack[sp-2], stack[sp-1])
-			sp--
+		}
+		return v
+	}
+	usesNest := false
+	for _, v := range c.Vars {
+		if nest(v) {
+			usesNest = true
+			break
 		}
 	}
-	return stack[0]
+	if !usesNest {
+		return append(out, c.Eval(env)), true
+	}
+	switch c.form {
+	case formAffine, formCmp:
+		return append(out, ctx(&c.base)), true
+	case formMin, formMax, formCDivMin:
+		out = append(out, ctx(&c.base))
+		// The term that wins everywhere over the box, if one does.
+		for k := range c.list {
+			wins := true
+			for j := range c.list {
+				if j == k {
+					continue
+				}
+				// d = list[j] - list[k]; min wins when d >= 0 over the box.
+				d := ctx(&c.list[j]) - ctx(&c.list[k])
+				sign := int64(1)
+				if c.form == formMax {
+					d, sign = -d, -1
+				}
+				for _, t := range c.list[j].terms {
+					if !nest(t.v) {
+						continue
+					}
+					cf := t.c
+					for _, u := range c.list[k].terms {
+						if u.v == t.v {
+							cf -= u.c
+						}
+					}
+					cf *= sign
+					d += min(cf*lo[t.v], cf*hi[t.v])
+				}
+				for _, u := range c.list[k].terms {
+					if !nest(u.v) {
+						continue
+					}
+					shared := false
+					for _, t := range c.list[j].terms {
+						shared = shared || t.v == u.v
+					}
+					if !shared {
+						cf := -u.c * sign
+						d += min(cf*lo[u.v], cf*hi[u.v])
+					}
+				}
+				if d < 0 {
+					wins = false
+					break
+				}
+			}
+			if wins {
+				return append(out, int64(-1-k), ctx(&c.list[k])), true
+			}
+		}
+		out = append(out, int64(len(c.list)))
+		for i := range c.list {
+			out = append(out, ctx(&c.list[i]))
+		}
+		return out, true
+	}
+	// An operator: its operands' signatures.
+	out = append(out, int64(c.cmp)<<8)
+	var ok bool
+	if out, ok = c.x.Signature(out, env, nest, lo, hi); !ok || c.y == nil {
+		return out, ok
+	}
+	return c.y.Signature(out, env, nest, lo, hi)
 }
 
-// slow evaluates a program too deep for the fixed stack.
-func (c *Code) slow(env []int64) int64 {
-	var stack []int64
-	for i := range c.prog {
-		in := &c.prog[i]
-		switch in.op {
-		case kConst:
-			stack = append(stack, in.a.eval(env))
-		case kNot:
-			stack[len(stack)-1] = b2i(stack[len(stack)-1] == 0)
-		case kNeg:
-			stack[len(stack)-1] = -stack[len(stack)-1]
-		default:
-			n := len(stack)
-			stack[n-2] = apply(in.op, stack[n-2], stack[n-1])
-			stack = stack[:n-1]
+// SigPlan is Signature prepared for one nest: which terms are the nest's
+// and, for a min or max, the nest coefficients of every difference of two
+// terms.
+type SigPlan struct {
+	c        *Code
+	static   bool // no nest variable: the value itself
+	base     sigAffine
+	list     []sigAffine
+	diffs    [][]term // diffs[j*len(list)+k]: nest terms of list[j]-list[k] (times -1 for max)
+	x, y     *SigPlan
+	isMinMax bool
+}
+
+type sigAffine struct {
+	c0  int64
+	ctx []term // terms of variables outside the nest
+}
+
+func (a *sigAffine) value(env []int64) int64 {
+	v := a.c0
+	for _, t := range a.ctx {
+		v += t.c * env[t.v]
+	}
+	return v
+}
+
+// Plan prepares Signature for the nest whose variables nest reports.
+func (c *Code) Plan(nest func(v int) bool) *SigPlan {
+	p := &SigPlan{c: c, static: true}
+	for _, v := range c.Vars {
+		if nest(v) {
+			p.static = false
 		}
 	}
-	return stack[0]
+	if p.static {
+		return p
+	}
+	split := func(a *affine) sigAffine {
+		s := sigAffine{c0: a.c0}
+		for _, t := range a.terms {
+			if !nest(t.v) {
+				s.ctx = append(s.ctx, t)
+			}
+		}
+		return s
+	}
+	switch c.form {
+	case formAffine, formCmp:
+		p.base = split(&c.base)
+	case formMin, formMax, formCDivMin:
+		p.isMinMax = true
+		p.base = split(&c.base)
+		n := len(c.list)
+		for i := range c.list {
+			p.list = append(p.list, split(&c.list[i]))
+		}
+		sign := int64(1)
+		if c.form == formMax {
+			sign = -1
+		}
+		p.diffs = make([][]term, n*n)
+		for j := 0; j < n; j++ {
+			for k := 0; k < n; k++ {
+				d := c.list[j].add(c.list[k], -1)
+				var nt []term
+				for _, t := range d.terms {
+					if nest(t.v) {
+						nt = append(nt, term{t.v, t.c * sign})
+					}
+				}
+				p.diffs[j*n+k] = nt
+			}
+		}
+	case formNode:
+		p.x = c.x.Plan(nest)
+		if c.y != nil {
+			p.y = c.y.Plan(nest)
+		}
+	}
+	return p
+}
+
+// Append appends the signature (see Code.Signature) for the nest entered
+// with env outside it and its variables within [lo, hi].
+func (p *SigPlan) Append(out []int64, env, lo, hi []int64) []int64 {
+	c := p.c
+	if p.static {
+		return append(out, c.Eval(env))
+	}
+	if c.form == formNode {
+		out = append(out, int64(c.cmp)<<8)
+		out = p.x.Append(out, env, lo, hi)
+		if p.y != nil {
+			out = p.y.Append(out, env, lo, hi)
+		}
+		return out
+	}
+	out = append(out, p.base.value(env))
+	if !p.isMinMax {
+		return out
+	}
+	n := len(p.list)
+	sign := int64(1)
+	if c.form == formMax {
+		sign = -1
+	}
+	for k := 0; k < n; k++ {
+		wins := true
+		ck := p.list[k].value(env)
+		for j := 0; j < n && wins; j++ {
+			if j == k {
+				continue
+			}
+			d := sign * (p.list[j].value(env) - ck)
+			for _, t := range p.diffs[j*n+k] {
+				d += min(t.c*lo[t.v], t.c*hi[t.v])
+			}
+			wins = d >= 0
+		}
+		if wins {
+			return append(out, int64(-1-k), ck)
+		}
+	}
+	out = append(out, int64(n))
+	for i := range p.list {
+		out = append(out, p.list[i].value(env))
+	}
+	return out
 }

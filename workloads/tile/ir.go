@@ -168,6 +168,8 @@ func (k LoopKind) String() string { return loopKindNames[k] }
 
 // Loop runs Body for Var = Start, Start+Step, ... < Stop.
 type Loop struct {
+	// ID numbers the kernel's loops and conditionals (set by Finish).
+	ID                int
 	Var               *Var
 	Start, Stop, Step Expr
 	Kind              LoopKind
@@ -179,6 +181,8 @@ type Loop struct {
 
 // If runs Then when Cond is non-zero, else Else.
 type If struct {
+	// ID numbers the kernel's loops and conditionals (set by Finish).
+	ID         int
 	Cond       Expr
 	Then, Else []Stmt
 	Pos        Pos
@@ -241,6 +245,8 @@ type Kernel struct {
 	Body   []Stmt
 	// Ops lists every op, in program order (set by Finish).
 	Ops []*Op
+	// Blocks counts the loops and conditionals (their IDs).
+	Blocks int
 	// File names the source in messages.
 	File string
 }
@@ -340,6 +346,7 @@ func (b *Block) Kernel() *Kernel { return b.k }
 // Check). Call it once the kernel is built.
 func (k *Kernel) Finish() error {
 	k.Ops = k.Ops[:0]
+	k.Blocks = 0
 	var walk func(stmts []Stmt)
 	walk = func(stmts []Stmt) {
 		for _, s := range stmts {
@@ -348,8 +355,12 @@ func (k *Kernel) Finish() error {
 				s.ID = len(k.Ops)
 				k.Ops = append(k.Ops, s)
 			case *Loop:
+				s.ID = k.Blocks
+				k.Blocks++
 				walk(s.Body)
 			case *If:
+				s.ID = k.Blocks
+				k.Blocks++
 				walk(s.Then)
 				walk(s.Else)
 			}

@@ -208,7 +208,7 @@ func TestCompiledFormsAgree(t *testing.T) {
 		a.E().Eq(C(0)),
 		size.Div(C(128)).MulC(128).Gt(C(0)),
 	}
-	forms := []uint8{formMin, formMin, formCDivMin, formMin, formMin, formStack, formStack, formCmp, formStack}
+	forms := []uint8{formMin, formMin, formCDivMin, formMin, formMin, formNode, formNode, formCmp, formNode}
 	for i, e := range exprs {
 		c := e.Compile()
 		assert.Equal(t, forms[i], c.form, "%s", e)
@@ -216,6 +216,68 @@ func TestCompiledFormsAgree(t *testing.T) {
 			for bv := int64(0); bv < 10; bv++ {
 				env := []int64{av, bv}
 				assert.Equal(t, e.Eval(env), c.Eval(env), "%s at %v", e, env)
+			}
+		}
+	}
+}
+
+// Two entries into a nest with equal signatures give equal values at every
+// point of the nest; interior blocks share one.
+func TestSignatureDecidesValuesOverANest(t *testing.T) {
+	k := New("x")
+	nb, nt := k.Var("nb"), k.Var("nt")
+	// cols = min(512, 3000 - nb*2048 - nt*512), nt in [0, 4)
+	cols := Min(C(512), C(3000).Sub(nb.E().MulC(2048)).Sub(nt.E().MulC(512))).Compile()
+	start := nt.E().MulC(512).Add(nb.E().MulC(7)).Compile()
+	nest := func(v int) bool { return v == nt.Index }
+	lo, hi := []int64{0, 0}, []int64{0, 3}
+	sig := func(c *Code, nbv int64) []int64 {
+		s, ok := c.Signature(nil, []int64{nbv, 0}, nest, lo, hi)
+		require.True(t, ok)
+		return s
+	}
+	// nb = 0: 3000 - nt*512 >= 512 for nt <= 3 holds (3000-1536 = 1464):
+	// the constant wins everywhere.
+	assert.Equal(t, []int64{0, -1, 512}, sig(cols, 0))
+	assert.Equal(t, sig(cols, 0), sig(cols, -1), "another interior block")
+	// nb = 1: 952 - nt*512 goes below 512: every term counts.
+	edge := sig(cols, 1)
+	assert.NotEqual(t, sig(cols, 0), edge)
+	for nbv := int64(-3); nbv <= 1; nbv++ {
+		for nbw := int64(-3); nbw <= 1; nbw++ {
+			if !assert.ObjectsAreEqual(sig(cols, nbv), sig(cols, nbw)) {
+				continue
+			}
+			for ntv := int64(0); ntv <= 3; ntv++ {
+				assert.Equal(t, cols.Eval([]int64{nbv, ntv}), cols.Eval([]int64{nbw, ntv}))
+			}
+		}
+	}
+	assert.NotEqual(t, sig(start, 0), sig(start, 1))
+}
+
+// A signature plan gives the same signatures as Signature.
+func TestSignaturePlanAgrees(t *testing.T) {
+	k := New("x")
+	nb, mt, nt := k.Var("nb"), k.Var("mt"), k.Var("nt")
+	exprs := []Expr{
+		Min(C(512), C(3000).Sub(nb.E().MulC(2048)).Sub(nt.E().MulC(512))),
+		nt.E().MulC(512).Add(nb.E().MulC(7)),
+		Max(C(0), mt.E().Sub(nt.E())),
+		nt.E().Eq(Min(C(4), C(9).Sub(nb.E())).CDiv(C(2)).Sub(C(1))),
+		mt.E().MulC(3),
+	}
+	nest := func(v int) bool { return v != nb.Index }
+	for _, e := range exprs {
+		c := e.Compile()
+		p := c.Plan(nest)
+		for nbv := int64(-2); nbv < 3; nbv++ {
+			for hi := int64(0); hi < 4; hi++ {
+				env := []int64{nbv, 0, 0}
+				lo, his := []int64{0, 0, 0}, []int64{0, hi, hi}
+				want, ok := c.Signature(nil, env, nest, lo, his)
+				require.True(t, ok)
+				assert.Equal(t, want, p.Append(nil, env, lo, his), "%s", e)
 			}
 		}
 	}

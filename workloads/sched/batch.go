@@ -204,13 +204,13 @@ func (w *walk) flushBatch() bool {
 		done = t + bi.meta.latencyNs
 		t += bi.meta.intervalNs
 		bi.oi.lastStream, bi.oi.lastPos, bi.oi.lastValid = sid, p, true
-		w.pending = append(w.pending, pendingFinal{stream: sid, pos: p, gen: w.gen + int64(i)})
 		if i == 0 {
 			w.output(st, bi.meta, waits, nil, 0, p, false)
 		} else {
 			w.output(st, bi.meta, nil, nil, 0, p, false)
 		}
 	}
+	w.pending = append(w.pending, pendingFinal{stream: sid, n: int32(n), pos: p0, gen: w.gen})
 	st.pos = p0 + int64(n)
 	st.know[sid] = st.pos - 1
 	st.newest = st.pos - 1
@@ -247,11 +247,24 @@ type nestInfo struct {
 	loops []*tile.Loop    // pre-order, the root first
 	codes []*tile.Code    // every expression evaluated in the nest, once each
 	plans []*tile.SigPlan // their signature plans
-	isVar []bool          // the nest's variables
-	ops   []int32
-	tiles []*tile.Tile // tiles the nest's ops access
-	memo  map[uint64][]*memoEntry
-	hits  int
+	// plevel[i] is the loop depth plan i's signature depends on (through
+	// the variables outside the nest, and the bounds of the nest's loops
+	// it uses): while that loop has not moved, the signature is the same.
+	plevel []int
+	id     int
+	isVar  []bool // the nest's variables
+	ops    []int32
+	tiles  []*tile.Tile // tiles the nest's ops access
+	memo   map[uint64][]*memoEntry
+	hits   int
+}
+
+// segCache is one plan's last signature segment and the stamp it is valid
+// at.
+type segCache struct {
+	seg   []int64
+	stamp uint64
+	valid bool
 }
 
 type memoEntry struct {
@@ -316,9 +329,30 @@ func (c *compiled) newNest(root *tile.Loop) *nestInfo {
 	}
 	n.codes = kept
 	nest := func(v int) bool { return n.isVar[v] }
+	depths := loopDepths(c.k)
+	loopOf := map[int]*tile.Loop{}
+	for _, l := range n.loops {
+		loopOf[l.Var.Index] = l
+	}
 	for _, code := range n.codes {
 		n.plans = append(n.plans, code.Plan(nest))
+		lvl := -1
+		for _, v := range code.Vars {
+			if !n.isVar[v] {
+				lvl = max(lvl, depths[v])
+				continue
+			}
+			li := c.loops[loopOf[v].ID]
+			for _, b := range []*tile.Code{li.start, li.stop} {
+				for _, u := range b.Vars {
+					lvl = max(lvl, depths[u])
+				}
+			}
+		}
+		n.plevel = append(n.plevel, lvl)
 	}
+	n.id = c.nests
+	c.nests++
 	// Bounds must not depend on the nest's variables (a box).
 	for _, l := range n.loops {
 		li := c.loops[l.ID]
@@ -349,8 +383,28 @@ func (w *walk) memoKey(n *nestInfo, core int) ([]int64, bool) {
 		w.memoLo[l.Var.Index], w.memoHi[l.Var.Index] = lo, hi
 		key = append(key, lo, hi)
 	}
-	for _, p := range n.plans {
+	if w.segs == nil {
+		w.segs = make([][]segCache, w.c.nests)
+	}
+	segs := w.segs[n.id]
+	if segs == nil {
+		segs = make([]segCache, len(n.plans))
+		w.segs[n.id] = segs
+	}
+	for i, p := range n.plans {
+		sc := &segs[i]
+		lvl := n.plevel[i]
+		if sc.valid && (lvl < 0 || sc.stamp == w.stamp[lvl]) {
+			key = append(key, sc.seg...)
+			continue
+		}
+		start := len(key)
 		key = p.Append(key, w.env, w.memoLo, w.memoHi)
+		sc.seg = append(sc.seg[:0], key[start:]...)
+		sc.valid = true
+		if lvl >= 0 {
+			sc.stamp = w.stamp[lvl]
+		}
 	}
 	w.memoBuf = key
 	return key, true

@@ -33,6 +33,7 @@ type compiled struct {
 	// possible[stream] is set for the engine streams an op may go to; the
 	// others are known to be empty without walking.
 	possible []bool
+	nests    int
 }
 
 // loopInfo is a loop's bounds, compiled.
@@ -134,6 +135,18 @@ type bodyMeta struct {
 	intervalNs, latencyNs, xferNs float64
 	// succ are the bodies the op's next instance had after this one.
 	succ [2]*bodyMeta
+	// inst is the body's Instruction with no wait, signal or offset,
+	// shared by every such instance.
+	inst *isa.Instruction
+}
+
+// plain returns the body's shared Instruction with no wait, no signal and
+// no HBM offset.
+func (m *bodyMeta) plain() *isa.Instruction {
+	if m.inst == nil {
+		m.inst = &isa.Instruction{Body: m.body}
+	}
+	return m.inst
 }
 
 type hbmOperand struct {

@@ -77,7 +77,7 @@ func (o *outStream) Next() (*isa.Instruction, error) {
 			if e.final || w.done {
 				// (The entry is not cleared: it is overwritten when the buffer
 				// next fills, and clearing costs a write barrier each.)
-				in := e.in
+				in := w.instruction(st, e)
 				st.outHead++
 				if st.outHead == len(st.out) {
 					st.out, st.outHead = st.out[:0], 0
@@ -152,8 +152,23 @@ func Drain(p *isa.Program) int64 {
 		w.step()
 		for _, s := range w.streams {
 			if s.keep {
-				n += int64(s.buffered())
-				s.out, s.outHead = s.out[:0], 0
+				// Hand out what is final, as the simulator would.
+				for s.outHead < len(s.out) && s.out[s.outHead].final {
+					w.instruction(s, &s.out[s.outHead])
+					s.outHead++
+					n++
+				}
+				if s.outHead == len(s.out) {
+					s.out, s.outHead = s.out[:0], 0
+				}
+			}
+		}
+	}
+	for _, s := range w.streams {
+		if s.keep {
+			for ; s.outHead < len(s.out); s.outHead++ {
+				w.instruction(s, &s.out[s.outHead])
+				n++
 			}
 		}
 	}

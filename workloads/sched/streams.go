@@ -57,8 +57,11 @@ type stream struct {
 	queues []int
 	rr     int
 	// out holds instructions generated but not handed out (kept streams).
-	out      []outEntry
-	outHead  int
+	out     []outEntry
+	outHead int
+	// signal1 is the one signal of the stream's semaphore an instruction
+	// makes (shared: instructions never change once handed out).
+	signal1  []isa.SemSignal
 	keep     bool
 	skip     int64 // instructions to drop (already handed out by another walk)
 	detached bool
@@ -74,12 +77,20 @@ type snap struct {
 	clock []int64
 }
 
+// outEntry is an instruction made but not handed out. The Instruction
+// itself is built when it is handed out: most have no wait, no signal
+// and no HBM offset, and are then their body's one shared Instruction.
 type outEntry struct {
-	in  *isa.Instruction
-	pos int64
-	gen int64
-	// final is set once the instruction's signal is decided.
-	final bool
+	meta   *bodyMeta
+	waits  []isa.SemWait
+	hbmOff int64
+	pos    int64
+	// final is set once the instruction's signal is decided; signal is set
+	// when it signals its stream's semaphore (every transfer signals its
+	// queue's, sig).
+	final  bool
+	signal bool
+	sig    []isa.SemSignal
 }
 
 func (s *stream) isQueue() bool { return s.queue >= 0 }
@@ -171,7 +182,9 @@ func (s *stream) entryAt(p int64) *outEntry {
 }
 
 func (s *stream) pushOut(e outEntry) {
-	if s.outHead > 0 && len(s.out) == cap(s.out) {
+	// Reclaim the handed-out prefix when it is at least half the buffer
+	// (copying less often keeps a push constant time on average).
+	if s.outHead > 0 && len(s.out) == cap(s.out) && 2*s.outHead >= len(s.out) {
 		n := copy(s.out, s.out[s.outHead:])
 		clear(s.out[n:])
 		s.out, s.outHead = s.out[:n], 0

@@ -2,7 +2,6 @@ package sched
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/tile"
@@ -48,6 +47,7 @@ type walk struct {
 	// memo scratch
 	memoBuf        []int64
 	memoLo, memoHi []int64
+	segs           [][]segCache
 
 	// scratch
 	depPos   []int64
@@ -86,8 +86,13 @@ type exprCache struct {
 	value int64
 }
 
+// pendingFinal is a run of n compute instructions of one stream,
+// positions pos.., made when the walk had made gen instructions (the last
+// at gen+n-1); the run becomes final once the walk is FinalizeDistance
+// past its last.
 type pendingFinal struct {
 	stream int32
+	n      int32
 	pos    int64
 	gen    int64
 }
@@ -133,6 +138,7 @@ func newWalk(c *compiled) *walk {
 				s.sem = isa.SemRef{Core: int32(core), ID: int32(QueueSemBase + s.queue)}
 				s.mult = c.dmaEngines
 			}
+			s.signal1 = []isa.SemSignal{{Sem: s.sem, Add: 1}}
 			w.streams = append(w.streams, s)
 		}
 		own := make([]int, c.nQ)
@@ -494,7 +500,7 @@ func (w *walk) emit(oi *opInfo) error {
 	done := bestStart + meta.latencyNs
 	st.est = bestStart + meta.intervalNs
 	w.record(ci, meta, sid, p, done)
-	w.pending = append(w.pending, pendingFinal{stream: sid, pos: p, gen: w.gen})
+	w.pending = append(w.pending, pendingFinal{stream: sid, n: 1, pos: p, gen: w.gen})
 	st.unfinal++
 	oi.lastStream, oi.lastPos, oi.lastValid = sid, p, true
 	w.output(st, meta, waits, nil, 0, p, false)
@@ -738,13 +744,14 @@ func (w *walk) waits(st *stream, self, skip int32) []waitCand {
 	}
 	// The producer expected to finish last first: its knowledge is the
 	// likeliest to imply the others.
-	if len(cands) > 1 {
-		sort.Slice(cands, func(i, j int) bool {
-			if cands[i].est != cands[j].est {
-				return cands[i].est > cands[j].est
+	for i := 1; i < len(cands); i++ {
+		for j := i; j > 0; j-- {
+			a, b := &cands[j-1], &cands[j]
+			if a.est > b.est || (a.est == b.est && a.stream < b.stream) {
+				break
 			}
-			return cands[i].stream < cands[j].stream
-		})
+			*a, *b = *b, *a
+		}
 	}
 	for i := range cands {
 		c := &cands[i]
@@ -809,7 +816,7 @@ func (w *walk) markEngine(d int32, p int64) *mark {
 	m := s.addMark(p, clock)
 	m.clock[d] = p
 	if e := s.entryAt(p); e != nil {
-		e.in.Signal = w.signal(s.sem, 1)
+		e.signal = true
 	}
 	return m
 }
@@ -845,19 +852,24 @@ func (w *walk) snapshot(st *stream, p int64) {
 func (w *walk) finalize(all bool) {
 	for w.phead < len(w.pending) {
 		pf := w.pending[w.phead]
-		if !all && pf.gen+w.c.finalDist > w.gen {
+		last := pf.pos + int64(pf.n) - 1
+		if !all && pf.gen+int64(pf.n)-1+w.c.finalDist > w.gen {
 			break
 		}
 		w.phead++
 		s := w.streams[pf.stream]
-		s.unfinal--
-		if !all && s.lastMark < pf.pos {
+		s.unfinal -= int(pf.n)
+		if !all && s.lastMark < last {
 			w.markEngine(pf.stream, s.newest)
 		}
-		if e := s.entryAt(pf.pos); e != nil {
-			e.final = true
+		if s.keep {
+			for p := pf.pos; p <= last; p++ {
+				if e := s.entryAt(p); e != nil {
+					e.final = true
+				}
+			}
 		}
-		s.pruneSnaps(pf.pos + 1)
+		s.pruneSnaps(last + 1)
 	}
 	if w.phead > 4096 && w.phead*2 > len(w.pending) {
 		n := copy(w.pending, w.pending[w.phead:])
@@ -884,11 +896,7 @@ func (w *walk) output(st *stream, meta *bodyMeta, waits []waitCand, qs *stream, 
 		st.skip--
 		return
 	}
-	if len(w.slabIns) == cap(w.slabIns) {
-		w.slabIns = make([]isa.Instruction, 0, 256)
-	}
-	w.slabIns = append(w.slabIns, isa.Instruction{Body: meta.body, HBMOffset: w.hbmOffset(meta)})
-	in := &w.slabIns[len(w.slabIns)-1]
+	e := outEntry{meta: meta, hbmOff: w.hbmOffset(meta), pos: pos, final: dma}
 	if len(waits) > 0 {
 		if len(w.slabWait)+len(waits) > cap(w.slabWait) {
 			w.slabWait = make([]isa.SemWait, 0, max(512, len(waits)))
@@ -898,12 +906,28 @@ func (w *walk) output(st *stream, meta *bodyMeta, waits []waitCand, qs *stream, 
 			ws := w.streams[c.stream]
 			w.slabWait = append(w.slabWait, isa.SemWait{Sem: ws.sem, Value: c.count * ws.mult})
 		}
-		in.Waits = w.slabWait[i0:len(w.slabWait):len(w.slabWait)]
+		e.waits = w.slabWait[i0:len(w.slabWait):len(w.slabWait)]
 	}
 	if dma {
-		in.Signal = w.signal(qs.sem, 1)
+		e.sig = qs.signal1
 	}
-	st.pushOut(outEntry{in: in, pos: pos, gen: w.gen, final: dma})
+	st.pushOut(e)
+}
+
+// instruction builds the Instruction of an entry being handed out.
+func (w *walk) instruction(st *stream, e *outEntry) *isa.Instruction {
+	if e.waits == nil && e.sig == nil && !e.signal && e.hbmOff == 0 {
+		return e.meta.plain()
+	}
+	if len(w.slabIns) == cap(w.slabIns) {
+		w.slabIns = make([]isa.Instruction, 0, 256)
+	}
+	w.slabIns = append(w.slabIns, isa.Instruction{Body: e.meta.body, HBMOffset: e.hbmOff, Waits: e.waits, Signal: e.sig})
+	in := &w.slabIns[len(w.slabIns)-1]
+	if e.signal {
+		in.Signal = st.signal1
+	}
+	return in
 }
 
 // hbmOffset returns the instance's HBM offset for a body whose HBM

@@ -236,6 +236,10 @@ type plan struct {
 	hbmWrite bool
 	rows     int64 // rows (partitions) in the transfer
 	rowBytes int64 // bytes moved per row (the larger side, for casts)
+	// hbmRowBytes is what a row reads or writes in HBM: the HBM side's
+	// own bytes (a casting transfer works in the wider dtype on the
+	// engines, but HBM holds the narrower one).
+	hbmRowBytes int64
 	descsRow int64 // descriptors per row
 	eff      float64
 }
@@ -276,6 +280,10 @@ func (d *Subsystem) plan(in *isa.Instruction) plan {
 		total = src.Bytes()
 	}
 	p.rowBytes = (total + p.rows - 1) / p.rows
+	p.hbmRowBytes = p.rowBytes
+	if p.hbm != nil && in.Op != isa.OpDMAGather && in.Op != isa.OpDMAScatter {
+		p.hbmRowBytes = (p.hbm.Bytes() + p.rows - 1) / p.rows
+	}
 	// Descriptors: each row is split at every break in contiguity on either
 	// side and at the descriptor size limit.
 	run := func(ap *isa.AccessPattern) int64 {
@@ -389,7 +397,7 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 			sh.bytes = rows * p.rowBytes
 			sh.descs = rows * p.descsRow
 			if p.hbm != nil {
-				sh.hbmBytes = sh.bytes
+				sh.hbmBytes = rows * p.hbmRowBytes
 				sh.hbmWrite = p.hbmWrite
 				sh.hbmAddr = p.hbm.Offset + lo*p.hbm.PartStride*int64(p.hbm.DType.Bytes())
 			}

@@ -699,3 +699,20 @@ func TestQueueSemaphoreCountsTransfersInOrder(t *testing.T) {
 	assert.Equal(t, int64(32), n)
 	assert.Equal(t, firstEnd+doneLat, last, "the second transfer's updates are released when the first completes")
 }
+
+// A casting transfer moves the wider dtype on the engines but reads or
+// writes only the HBM side's own bytes.
+func TestCastingTransferCountsTheHBMSidesBytes(t *testing.T) {
+	hbm := fastHBM()
+	h := newHarness(t, testConfig(), hbm)
+	fp32 := &isa.Buffer{Name: "S32", Mem: isa.MemSBUF, DType: isa.FP32, Shape: []int64{128, 1024}}
+	in := copyOf(t, 0, 1, view(t, hbmBuf, sl(0, 128), sl(0, 1024)), view(t, fp32, sl(0, 128), sl(0, 1024)))
+	h.submit(0, in)
+	h.run()
+	assert.Equal(t, int64(128*1024*2), hbm.WriteBytes, "BF16 in HBM")
+	var moved int64
+	for _, s := range h.sharesOf(in) {
+		moved += s.bytes
+	}
+	assert.Equal(t, int64(128*1024*4), moved, "the engines move FP32")
+}

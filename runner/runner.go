@@ -20,6 +20,7 @@ import (
 	"github.com/trnsim/trnsim/isa/asm"
 	"github.com/trnsim/trnsim/report"
 	"github.com/trnsim/trnsim/workloads"
+	"github.com/trnsim/trnsim/workloads/tile"
 )
 
 // Version is trnsim's version, reported in results.
@@ -250,6 +251,105 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// ConfigForTile builds a run config for a bare tile-IR kernel file: the
+// hardware is preset (or trn2), plus --set overrides.
+func ConfigForTile(path, preset string, sets []string) (*configs.RunConfig, error) {
+	if _, err := os.Stat(path); err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("%s: no such file", path)
+		}
+		return nil, fmt.Errorf("%s: cannot read: %v", path, unwrapPath(err))
+	}
+	if preset != "" && !configs.IsPreset(preset) {
+		return nil, fmt.Errorf("--preset %s: unknown preset %q (presets: %s)", preset, preset, strings.Join(configs.PresetNames(), ", "))
+	}
+	if preset == "" {
+		preset = "trn2"
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: tile\n  tile:\n    file: %q\n", preset, abs)
+	return configs.LoadBytes([]byte(yaml), path, configs.LoadOptions{Sets: sets, Generated: "implied by running a tile kernel"})
+}
+
+// CheckTile schedules a tile-IR workload without simulating it — every
+// instruction made and checked against the hardware's limits — and
+// returns the kernel's canonical text with a summary of the schedule.
+func CheckTile(cfg *configs.RunConfig) (string, error) {
+	prog, _, err := workloads.Lower(cfg)
+	if err != nil {
+		return "", err
+	}
+	counts, err := countStreams(prog)
+	if err != nil {
+		return "", err
+	}
+	w := cfg.Workload.Tile
+	src := w.Source
+	if w.File != "" {
+		data, err := os.ReadFile(w.File)
+		if err != nil {
+			return "", fmt.Errorf("%s: cannot read: %v", w.File, err)
+		}
+		src = string(data)
+	}
+	k, err := tile.Parse(src, w.File)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	sb.WriteString(tile.String(k))
+	fmt.Fprintf(&sb, "# scheduled for %s:", cfg.Hardware.Name)
+	total := int64(0)
+	for i, src := range prog.Streams {
+		if counts[i] > 0 {
+			fmt.Fprintf(&sb, " %s %d", src.Key.Engine, counts[i])
+			total += counts[i]
+		}
+	}
+	fmt.Fprintf(&sb, " (%d instructions)\n", total)
+	for _, b := range prog.Buffers {
+		fmt.Fprintf(&sb, "#   %s\n", asm.FormatBuffer(b))
+	}
+	return sb.String(), nil
+}
+
+// countStreams generates every stream (without simulating) and counts its
+// instructions; the first error any stream reports is returned.
+func countStreams(prog *isa.Program) ([]int64, error) {
+	streams := prog.Open()
+	counts := make([]int64, len(streams))
+	done := make([]bool, len(streams))
+	for left := len(streams); left > 0; {
+		for i, st := range streams {
+			if done[i] {
+				continue
+			}
+			in, err := st.Next()
+			if err != nil {
+				return nil, err
+			}
+			if in == nil {
+				done[i] = true
+				left--
+				continue
+			}
+			counts[i]++
+		}
+	}
+	return counts, nil
+}
+
+// CheckLowering lowers a workload the way run does — the plan and the
+// placement of every tile — without simulating, so a working set that does
+// not fit is found by check as by run. It returns the lowering's choices.
+func CheckLowering(cfg *configs.RunConfig) (*workloads.Info, error) {
+	_, info, err := workloads.Lower(cfg)
+	return info, err
 }
 
 // targetOf returns the name after a .target directive, if any, and its

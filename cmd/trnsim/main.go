@@ -174,6 +174,9 @@ func loadInput(args []string, preset string, sets []string) (*configs.RunConfig,
 	if strings.HasSuffix(path, ".asm") || strings.HasSuffix(path, ".s") {
 		return runner.ConfigForAssembly(path, preset, sets)
 	}
+	if strings.HasSuffix(path, ".tile") {
+		return runner.ConfigForTile(path, preset, sets)
+	}
 	if preset != "" {
 		sets = append([]string{"hardware.preset=" + preset}, sets...)
 	}
@@ -185,7 +188,7 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 	var preset string
 	cmd := &cobra.Command{
 		Use:   "check FILE",
-		Short: "Validate a run config or an assembly file and print what it resolves to",
+		Short: "Validate a run config, an assembly file or a tile kernel and print what it resolves to",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadInput(args, preset, sets)
@@ -201,13 +204,35 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 				fmt.Fprint(stdout, text)
 				return nil
 			}
-			printResolved(stdout, cfg)
+			if cfg.Workload.Kind == "tile" && strings.HasSuffix(args[0], ".tile") {
+				text, err := runner.CheckTile(cfg)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "# %s: valid for %s\n", args[0], cfg.Hardware.Name)
+				fmt.Fprint(stdout, text)
+				return nil
+			}
 			if cfg.Workload.Kind == "assembly" {
 				if _, err := runner.CheckAssembly(cfg); err != nil {
 					return err
 				}
+				printResolved(stdout, cfg)
 				fmt.Fprintf(stdout, "\n# the assembly workload is valid for %s\n", cfg.Hardware.Name)
+				return nil
 			}
+			// The same lowering run does (the plan and the placement), so
+			// what does not fit fails here too.
+			info, err := runner.CheckLowering(cfg)
+			if err != nil {
+				return err
+			}
+			printResolved(stdout, cfg)
+			fmt.Fprintf(stdout, "\n# the workload lowers and fits %s:", cfg.Hardware.Name)
+			for _, c := range info.Choices {
+				fmt.Fprintf(stdout, " %s=%d", strings.TrimPrefix(c.Path, "workload.lowering."), c.Value)
+			}
+			fmt.Fprintln(stdout)
 			return nil
 		},
 	}

@@ -240,8 +240,8 @@ type plan struct {
 	// own bytes (a casting transfer works in the wider dtype on the
 	// engines, but HBM holds the narrower one).
 	hbmRowBytes int64
-	descsRow int64 // descriptors per row
-	eff      float64
+	descsRow    int64 // descriptors per row
+	eff         float64
 }
 
 func (d *Subsystem) plan(in *isa.Instruction) plan {

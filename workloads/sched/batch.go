@@ -175,11 +175,20 @@ func (w *walk) flushBatch() bool {
 			w.depEst[stream] = est
 		}
 	}
+	// Each op's last position, then dependencies found and accesses
+	// remembered in one pass (the batch's own records are its stream's:
+	// they never make a wait); the estimates are set once known.
+	p0 := st.pos
+	for i := range insts {
+		bi := &insts[i]
+		bi.oi.lastStream, bi.oi.lastPos, bi.oi.lastValid = sid, p0+int64(i), true
+	}
 	for _, id := range bt.touched {
+		oi := w.c.ops[id]
 		for i := range bt.union[id] {
 			sp := &bt.union[id][i]
 			if sp.Hi > sp.Lo {
-				w.tr.spanConflicts(w.spanCore(sp), sp, add)
+				w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, add)
 			}
 		}
 	}
@@ -190,7 +199,6 @@ func (w *walk) flushBatch() bool {
 		}
 	}
 	waits := w.waits(st, sid, -1)
-	p0 := st.pos
 	st.know[sid] = p0
 	if len(waits) > 0 {
 		w.snapshot(st, p0)
@@ -203,7 +211,6 @@ func (w *walk) flushBatch() bool {
 		p := p0 + int64(i)
 		done = t + bi.meta.latencyNs
 		t += bi.meta.intervalNs
-		bi.oi.lastStream, bi.oi.lastPos, bi.oi.lastValid = sid, p, true
 		if i == 0 {
 			w.output(st, bi.meta, waits, nil, 0, p, false)
 		} else {
@@ -217,11 +224,10 @@ func (w *walk) flushBatch() bool {
 	st.unfinal += n
 	st.est = t
 	for _, id := range bt.touched {
-		oi := w.c.ops[id]
 		for i := range bt.union[id] {
 			sp := &bt.union[id][i]
 			if sp.Hi > sp.Lo {
-				w.tr.recordSpan(w.spanCore(sp), sp, sid, oi.lastPos, done)
+				w.tr.setEst(w.spanCore(sp), sp, sid, done)
 			}
 		}
 	}

@@ -114,27 +114,48 @@ func (t *tracker) spanConflicts(ci int, sp *isa.Span, fn conflictFn) {
 // every record it covers; a read, the stream's reads it covers, and it
 // merges with a read of the stream that it overlaps (the two become their
 // hull, at the later position: whoever conflicts with either waits for the
-// later, as it would for both).
+// later, as it would for both). A dropped record of the stream itself that
+// is later than pos lends the new record its position.
 func (t *tracker) recordSpan(ci int, sp *isa.Span, stream int32, pos int64, est float64) {
+	t.checkRecord(ci, sp, stream, pos, est, nil)
+}
+
+// checkRecord does spanConflicts (when fn is set) and recordSpan in one
+// pass over the granules: each granule's conflicts are found before its
+// records change.
+func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est float64, fn conflictFn) {
 	mi := memIndex(sp.Mem)
 	bs := t.onchip[ci][mi]
 	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
-	nr := rec{stream: stream, write: sp.Write, pos: pos, est: est, span: *sp}
 	for g := g0; g <= g1 && int(g) < len(bs); g++ {
 		b := &bs[g]
+		nr := rec{stream: stream, write: sp.Write, pos: pos, est: est, span: *sp}
 		var own *streamRecs
 		for k := range b.streams {
 			sr := &b.streams[k]
-			if sr.stream == stream {
+			if fn != nil {
+				for i := len(sr.recs) - 1; i >= 0; i-- {
+					r := &sr.recs[i]
+					if (r.write || sp.Write) && r.span.Overlaps(sp) {
+						fn(sr.stream, r.pos, r.est)
+						break
+					}
+				}
+			}
+			mine := sr.stream == stream
+			if mine {
 				own = sr
 			}
-			if !sp.Write && sr.stream != stream {
+			if !sp.Write && !mine {
 				continue
 			}
 			kept := 0
 			for i := range sr.recs {
 				r := &sr.recs[i]
 				if sp.Covers(&r.span) && (sp.Write || !r.write) {
+					if mine && r.pos > nr.pos {
+						nr.pos, nr.est = r.pos, max(nr.est, r.est)
+					}
 					continue
 				}
 				if kept != i {
@@ -151,7 +172,7 @@ func (t *tracker) recordSpan(ci int, sp *isa.Span, stream int32, pos int64, est 
 				if !r.write && r.span.Overlaps(sp) {
 					r.span.Lo, r.span.Hi = min(r.span.Lo, sp.Lo), max(r.span.Hi, sp.Hi)
 					r.span.PartLo, r.span.PartHi = min(r.span.PartLo, sp.PartLo), max(r.span.PartHi, sp.PartHi)
-					r.pos, r.est = max(r.pos, pos), max(r.est, est)
+					r.pos, r.est = max(r.pos, nr.pos), max(r.est, nr.est)
 					// Keep the list in position order.
 					for j := i; j+1 < len(own.recs); j++ {
 						own.recs[j], own.recs[j+1] = own.recs[j+1], own.recs[j]
@@ -177,6 +198,23 @@ func (t *tracker) recordSpan(ci int, sp *isa.Span, stream int32, pos int64, est 
 			c.span.Write = c.write
 			c.est = max(a.est, c.est)
 			own.recs = append(own.recs[:0], own.recs[1:]...)
+		}
+	}
+}
+
+// setEst sets, in every granule of sp, the estimated completion of the
+// stream's latest record (the one checkRecord just made).
+func (t *tracker) setEst(ci int, sp *isa.Span, stream int32, est float64) {
+	mi := memIndex(sp.Mem)
+	bs := t.onchip[ci][mi]
+	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
+	for g := g0; g <= g1 && int(g) < len(bs); g++ {
+		for k := range bs[g].streams {
+			sr := &bs[g].streams[k]
+			if sr.stream == stream && len(sr.recs) > 0 {
+				r := &sr.recs[len(sr.recs)-1]
+				r.est = max(r.est, est)
+			}
 		}
 	}
 }

@@ -114,10 +114,13 @@ func BenchmarkSchedule(b *testing.B) {
 		"workload.lowering.block_m=2048", "workload.lowering.block_n=1024", "workload.lowering.block_k=1024",
 		"workload.lowering.loop_order=nkm", "workload.lowering.accumulate_dtype=bf16"}
 	g16 := []string{"workload.gemm.m=16384", "workload.gemm.k=16384", "workload.gemm.n=16384"}
+	// 32768^3's automatic blocks (K blocks of one tile) on an 8192^3 GEMM.
+	kt1 := []string{"workload.gemm.m=8192", "workload.gemm.k=8192", "workload.gemm.n=8192", "workload.lowering.block_m=3200",
+		"workload.lowering.block_n=2048", "workload.lowering.block_k=128", "workload.lowering.loop_order=nmk"}
 	for _, tc := range []struct {
 		name string
 		sets []string
-	}{{"K1", k1}, {"16384", g16}} {
+	}{{"K1", k1}, {"16384", g16}, {"kt1", kt1}} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: tc.sets})
 			require.NoError(b, err)
@@ -131,4 +134,50 @@ func BenchmarkSchedule(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n)/float64(b.N), "ns/instr")
 		})
 	}
+}
+
+// Two cores: a GEMM split on N, then core 1 reads core 0's half of C from
+// HBM. The scheduler orders that read after core 0's store with a wait on
+// core 0's semaphore; removing the wait makes the (HBM, cross-core) race
+// check fire.
+func TestCrossCoreReadWaitsForTheOtherCore(t *testing.T) {
+	cfg := preset(t, "trn2")
+	p := compileFile(t, cfg, "testdata/split2.tile", sched.Options{})
+	assert.Equal(t, []int{0, 1}, p.Cores)
+	res, err := chip.Run(cfg, p.Program, chip.Options{})
+	require.NoError(t, err)
+	require.Len(t, res.Chips[0].Cores, 2)
+	text, err := asm.String(p.Program)
+	require.NoError(t, err)
+	// The transfer on core 1 that reads C waits for core 0 (s..@0).
+	lines := strings.Split(text, "\n")
+	core, found := "", -1
+	for i, line := range lines {
+		if strings.HasPrefix(line, ".core ") {
+			core = line
+		}
+		if core == ".core 0 1" && strings.Contains(line, "dma_copy t_c1") && strings.Contains(line, "@0>=") {
+			found = i
+		}
+	}
+	require.GreaterOrEqual(t, found, 0, "a wait on core 0 in:\n%s", text)
+	run := func(src string) error {
+		prog, err := asm.Parse(src, "variant.asm", asm.Options{PSUMBankBytes: cfg.Hardware.Limits().PSUMBankBytes()})
+		require.NoError(t, err)
+		_, err = chip.Run(cfg, prog, chip.Options{})
+		return err
+	}
+	require.NoError(t, run(text))
+	var kept []string
+	for _, f := range strings.Fields(lines[found]) {
+		if !(strings.HasPrefix(f, "wait=") && strings.Contains(f, "@0>=")) {
+			kept = append(kept, f)
+		}
+	}
+	mod := append(append([]string{}, lines[:found]...), strings.Join(kept, " "))
+	mod = append(mod, lines[found+1:]...)
+	err = run(strings.Join(mod, "\n"))
+	var re *memory.RaceError
+	require.ErrorAs(t, err, &re)
+	assert.Contains(t, err.Error(), "data race on hbm (chip 0) C[0:128, 0:512]")
 }

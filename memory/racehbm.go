@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trnsim/trnsim/isa"
@@ -20,11 +21,18 @@ import (
 // compared. An access that would touch more than hbmMaxCells cells, or
 // that is no box, is kept in its buffer's (or the chip's) wide cell, which
 // every access of that buffer (or chip) checks.
+//
+// A chip remembers at most hbmLiveCells cells: when there are more, the
+// half touched longest ago is forgotten, so memory stays bounded however
+// many distinct places a program touches (a race between two accesses with
+// that many other cells touched in between is missed, as the SBUF records
+// forget old accesses, see recordsPerAgent).
 
 const (
-	hbmRowBlock = 128
-	hbmColBlock = 4096
-	hbmMaxCells = 64
+	hbmRowBlock  = 128
+	hbmColBlock  = 4096
+	hbmMaxCells  = 64
+	hbmLiveCells = 1024
 )
 
 type hbmRec struct {
@@ -55,6 +63,8 @@ func (g *hbmRing) push(r hbmRec) {
 
 type hbmCell struct {
 	rings []*hbmRing
+	// touched is when the cell was last recorded in (the chip's tick).
+	touched uint64
 }
 
 // bufShadow holds one HBM buffer's cells.
@@ -68,6 +78,29 @@ type bufShadow struct {
 type hbmShadow struct {
 	bufs  map[int32]*bufShadow
 	loose hbmCell // accesses with no box
+	// cells counts the grid cells of every buffer; tick the accesses.
+	cells int
+	tick  uint64
+}
+
+// forget drops the half of the chip's grid cells touched longest ago.
+func (sh *hbmShadow) forget() {
+	ticks := make([]uint64, 0, sh.cells)
+	for _, bs := range sh.bufs {
+		for _, c := range bs.cells {
+			ticks = append(ticks, c.touched)
+		}
+	}
+	slices.Sort(ticks)
+	cut := ticks[len(ticks)/2]
+	for _, bs := range sh.bufs {
+		for k, c := range bs.cells {
+			if c.touched < cut {
+				delete(bs.cells, k)
+				sh.cells--
+			}
+		}
+	}
 }
 
 // SetBuffers tells the detector the program's buffers, which HBM regions
@@ -149,6 +182,7 @@ func cellRange(r *isa.Region) (r0, r1, c0, c1 int64) {
 // record it races with.
 func (d *RaceDetector) checkHBM(reg *isa.Region, agent int32, epoch uint32, write bool, vc VClock) (race hbmRec, raceAgent int32, found bool) {
 	sh := d.hbmShadow(reg.Chip)
+	sh.tick++
 	mine := hbmRec{reg: *reg, epoch: epoch, write: write}
 	visit := func(c *hbmCell, record bool) {
 		if !found {
@@ -156,6 +190,7 @@ func (d *RaceDetector) checkHBM(reg *isa.Region, agent int32, epoch uint32, writ
 		}
 		if record {
 			c.record(&mine, agent)
+			c.touched = sh.tick
 		}
 	}
 	var bs *bufShadow
@@ -193,9 +228,13 @@ func (d *RaceDetector) checkHBM(reg *isa.Region, agent int32, epoch uint32, writ
 			if cell == nil {
 				cell = &hbmCell{}
 				bs.cells[k] = cell
+				sh.cells++
 			}
 			visit(cell, true)
 		}
+	}
+	if sh.cells > hbmLiveCells {
+		sh.forget()
 	}
 	return
 }

@@ -212,9 +212,9 @@ func (w *walk) flushBatch() bool {
 		done = t + bi.meta.latencyNs
 		t += bi.meta.intervalNs
 		if i == 0 {
-			w.output(st, bi.meta, waits, nil, 0, p, false)
+			w.output(st, bi.meta, waits, p, false)
 		} else {
-			w.output(st, bi.meta, nil, nil, 0, p, false)
+			w.output(st, bi.meta, nil, p, false)
 		}
 	}
 	w.pending = append(w.pending, pendingFinal{stream: sid, n: int32(n), pos: p0, gen: w.gen})

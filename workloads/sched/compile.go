@@ -28,8 +28,9 @@ type compiled struct {
 	// coreSlot[core] is the core's index in the layout (-1: unused).
 	coreSlot []int
 	// nextID numbers bodies; bodies are shared by every walk of the
-	// program.
+	// program, and metas holds them by index.
 	nextID uint64
+	metas  []*bodyMeta
 	// possible[stream] is set for the engine streams an op may go to; the
 	// others are known to be empty without walking.
 	possible []bool
@@ -138,6 +139,10 @@ type bodyMeta struct {
 	// inst is the body's Instruction with no wait, signal or offset,
 	// shared by every such instance.
 	inst *isa.Instruction
+	// idx is the body's index in compiled.metas; qsig a transfer's signal
+	// of its queue's semaphore.
+	idx  uint32
+	qsig []isa.SemSignal
 }
 
 // plain returns the body's shared Instruction with no wait, no signal and
@@ -547,7 +552,11 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 		b.Attrs.Queue = int16(max(q, 0))
 		b.Attrs.DGE = dge
 	}
-	m := &bodyMeta{body: b, sharedHBM: oi.sharedHBM}
+	m := &bodyMeta{body: b, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
+	w.c.metas = append(w.c.metas, m)
+	if oi.isDMA {
+		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Core: int32(core), ID: int32(QueueSemBase + max(q, 0))}, Add: 1}}
+	}
 	bufs := w.c.lay.buffers
 	for i := range w.accs {
 		ae := &w.accs[i]

@@ -72,19 +72,9 @@ func (o *outStream) Next() (*isa.Instruction, error) {
 	}
 	st := w.streams[o.idx]
 	for {
-		if st.outHead < len(st.out) {
-			e := &st.out[st.outHead]
-			if e.final || w.done {
-				// (The entry is not cleared: it is overwritten when the buffer
-				// next fills, and clearing costs a write barrier each.)
-				in := w.instruction(st, e)
-				st.outHead++
-				if st.outHead == len(st.out) {
-					st.out, st.outHead = st.out[:0], 0
-				}
-				o.handed++
-				return in, nil
-			}
+		if e := st.head(); e != nil && (e.flags&outFinal != 0 || w.done) {
+			o.handed++
+			return w.next(st), nil
 		}
 		if w.err != nil {
 			return nil, w.err
@@ -92,7 +82,7 @@ func (o *outStream) Next() (*isa.Instruction, error) {
 		if w.done {
 			return nil, nil
 		}
-		if o.solo == nil && o.sess.bufferedExcept(o.idx) > o.sess.c.soloBuf {
+		if o.solo == nil && o.sess.bufferedExcept(o.idx) >= o.sess.c.soloBuf {
 			o.detach()
 			w = o.solo
 			st = w.streams[o.idx]
@@ -126,7 +116,7 @@ func (o *outStream) detach() {
 	st.skip = o.handed
 	old := o.sess.shared.streams[o.idx]
 	old.keep, old.detached = false, true
-	old.out, old.outHead = nil, 0
+	old.dropOut()
 	o.solo = w
 }
 
@@ -153,21 +143,17 @@ func Drain(p *isa.Program) int64 {
 		for _, s := range w.streams {
 			if s.keep {
 				// Hand out what is final, as the simulator would.
-				for s.outHead < len(s.out) && s.out[s.outHead].final {
-					w.instruction(s, &s.out[s.outHead])
-					s.outHead++
+				for e := s.head(); e != nil && e.flags&outFinal != 0; e = s.head() {
+					w.next(s)
 					n++
-				}
-				if s.outHead == len(s.out) {
-					s.out, s.outHead = s.out[:0], 0
 				}
 			}
 		}
 	}
 	for _, s := range w.streams {
 		if s.keep {
-			for ; s.outHead < len(s.out); s.outHead++ {
-				w.instruction(s, &s.out[s.outHead])
+			for s.head() != nil {
+				w.next(s)
 				n++
 			}
 		}

@@ -56,9 +56,16 @@ type stream struct {
 	// queues an engine triggers DMA transfers on, and the next to use.
 	queues []int
 	rr     int
-	// out holds instructions generated but not handed out (kept streams).
-	out     []outEntry
-	outHead int
+	// out holds instructions generated but not handed out (kept
+	// streams): a ring of ocount entries from ohead, for positions opos..;
+	// extra holds the waits and offsets of those that have any, in order,
+	// from xhead.
+	out    []outEntry
+	ohead  int
+	ocount int
+	opos   int64
+	extra  []outExtra
+	xhead  int
 	// signal1 is the one signal of the stream's semaphore an instruction
 	// makes (shared: instructions never change once handed out).
 	signal1  []isa.SemSignal
@@ -77,20 +84,33 @@ type snap struct {
 	clock []int64
 }
 
-// outEntry is an instruction made but not handed out. The Instruction
-// itself is built when it is handed out: most have no wait, no signal
-// and no HBM offset, and are then their body's one shared Instruction.
+// outEntry is an instruction made but not handed out: 8 bytes, with no
+// pointer, so a stream far ahead of another costs little to hold. The
+// Instruction itself is built when it is handed out: most have no wait,
+// no signal and no HBM offset, and are then their body's one shared
+// Instruction.
 type outEntry struct {
-	meta   *bodyMeta
+	meta  uint32 // index of the body in compiled.metas
+	flags uint32
+}
+
+// Entry flags.
+const (
+	// outFinal: the instruction's signal is decided.
+	outFinal = 1 << iota
+	// outSignal: it signals its stream's semaphore.
+	outSignal
+	// outDMA: it triggers a transfer, which signals its queue's.
+	outDMA
+	// outHasExtra: it has waits or an HBM offset (the next in extra).
+	outHasExtra
+)
+
+// outExtra is what the few instructions that wait or move an HBM offset
+// carry.
+type outExtra struct {
 	waits  []isa.SemWait
 	hbmOff int64
-	pos    int64
-	// final is set once the instruction's signal is decided; signal is set
-	// when it signals its stream's semaphore (every transfer signals its
-	// queue's, sig).
-	final  bool
-	signal bool
-	sig    []isa.SemSignal
 }
 
 func (s *stream) isQueue() bool { return s.queue >= 0 }
@@ -171,26 +191,67 @@ func (s *stream) pruneSnaps(p int64) {
 
 // entryAt returns the kept instruction at position p, or nil.
 func (s *stream) entryAt(p int64) *outEntry {
-	if !s.keep || s.outHead >= len(s.out) {
+	i := p - s.opos
+	if i < 0 || i >= int64(s.ocount) {
 		return nil
 	}
-	i := s.outHead + int(p-s.out[s.outHead].pos)
-	if i < s.outHead || i >= len(s.out) || s.out[i].pos != p {
-		return nil
-	}
-	return &s.out[i]
+	return &s.out[(s.ohead+int(i))&(len(s.out)-1)]
 }
 
-func (s *stream) pushOut(e outEntry) {
-	// Reclaim the handed-out prefix when it is at least half the buffer
-	// (copying less often keeps a push constant time on average).
-	if s.outHead > 0 && len(s.out) == cap(s.out) && 2*s.outHead >= len(s.out) {
-		n := copy(s.out, s.out[s.outHead:])
-		clear(s.out[n:])
-		s.out, s.outHead = s.out[:n], 0
+// pushOut appends the instruction at the next position (pos).
+func (s *stream) pushOut(e outEntry, pos int64, x *outExtra) {
+	if s.ocount == len(s.out) {
+		// Grow the ring (a power of two), oldest first.
+		n := max(64, 2*len(s.out))
+		ring := make([]outEntry, n)
+		for i := 0; i < s.ocount; i++ {
+			ring[i] = s.out[(s.ohead+i)&(len(s.out)-1)]
+		}
+		s.out, s.ohead = ring, 0
 	}
-	s.out = append(s.out, e)
+	if s.ocount == 0 {
+		s.opos = pos
+	}
+	s.out[(s.ohead+s.ocount)&(len(s.out)-1)] = e
+	s.ocount++
+	if x != nil {
+		if s.xhead > 0 && len(s.extra) == cap(s.extra) && 2*s.xhead >= len(s.extra) {
+			n := copy(s.extra, s.extra[s.xhead:])
+			clear(s.extra[n:])
+			s.extra, s.xhead = s.extra[:n], 0
+		}
+		s.extra = append(s.extra, *x)
+	}
+}
+
+// head returns the oldest instruction held, or nil.
+func (s *stream) head() *outEntry {
+	if s.ocount == 0 {
+		return nil
+	}
+	return &s.out[s.ohead]
+}
+
+// pop drops the oldest instruction held, returning its extra (if any).
+func (s *stream) pop(e *outEntry) (x outExtra) {
+	if e.flags&outHasExtra != 0 {
+		x = s.extra[s.xhead]
+		s.extra[s.xhead] = outExtra{}
+		s.xhead++
+		if s.xhead == len(s.extra) {
+			s.extra, s.xhead = s.extra[:0], 0
+		}
+	}
+	s.ohead = (s.ohead + 1) & (len(s.out) - 1)
+	s.ocount--
+	s.opos++
+	return x
+}
+
+// dropOut forgets every instruction held.
+func (s *stream) dropOut() {
+	s.out, s.ohead, s.ocount, s.extra, s.xhead = nil, 0, 0, nil, 0
 }
 
 // buffered returns how many instructions the stream holds.
-func (s *stream) buffered() int { return len(s.out) - s.outHead }
+func (s *stream) buffered() int { return s.ocount }

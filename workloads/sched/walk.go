@@ -503,7 +503,7 @@ func (w *walk) emit(oi *opInfo) error {
 	w.pending = append(w.pending, pendingFinal{stream: sid, n: 1, pos: p, gen: w.gen})
 	st.unfinal++
 	oi.lastStream, oi.lastPos, oi.lastValid = sid, p, true
-	w.output(st, meta, waits, nil, 0, p, false)
+	w.output(st, meta, waits, p, false)
 	w.clearDeps()
 	return nil
 }
@@ -615,7 +615,7 @@ func (w *walk) emitDMA(oi *opInfo, core, ci int) error {
 	done := w.dmaFree[ci] + tg.DMACompletionNs
 	w.record(ci, meta, qid, pq, done)
 	oi.lastStream, oi.lastPos, oi.lastValid = qid, pq, true
-	w.output(ts, meta, waits, qs, q, pe, true)
+	w.output(ts, meta, waits, pe, true)
 	w.clearDeps()
 	return nil
 }
@@ -816,7 +816,7 @@ func (w *walk) markEngine(d int32, p int64) *mark {
 	m := s.addMark(p, clock)
 	m.clock[d] = p
 	if e := s.entryAt(p); e != nil {
-		e.signal = true
+		e.flags |= outSignal
 	}
 	return m
 }
@@ -865,7 +865,7 @@ func (w *walk) finalize(all bool) {
 		if s.keep {
 			for p := pf.pos; p <= last; p++ {
 				if e := s.entryAt(p); e != nil {
-					e.final = true
+					e.flags |= outFinal
 				}
 			}
 		}
@@ -888,7 +888,7 @@ func (w *walk) signal(sem isa.SemRef, add int64) []isa.SemSignal {
 }
 
 // output makes the instruction for a kept stream.
-func (w *walk) output(st *stream, meta *bodyMeta, waits []waitCand, qs *stream, q int, pos int64, dma bool) {
+func (w *walk) output(st *stream, meta *bodyMeta, waits []waitCand, pos int64, dma bool) {
 	if !st.keep {
 		return
 	}
@@ -896,7 +896,16 @@ func (w *walk) output(st *stream, meta *bodyMeta, waits []waitCand, qs *stream, 
 		st.skip--
 		return
 	}
-	e := outEntry{meta: meta, hbmOff: w.hbmOffset(meta), pos: pos, final: dma}
+	e := outEntry{meta: meta.idx}
+	if dma {
+		e.flags = outFinal | outDMA
+	}
+	off := w.hbmOffset(meta)
+	if len(waits) == 0 && off == 0 {
+		st.pushOut(e, pos, nil)
+		return
+	}
+	x := outExtra{hbmOff: off}
 	if len(waits) > 0 {
 		if len(w.slabWait)+len(waits) > cap(w.slabWait) {
 			w.slabWait = make([]isa.SemWait, 0, max(512, len(waits)))
@@ -906,25 +915,30 @@ func (w *walk) output(st *stream, meta *bodyMeta, waits []waitCand, qs *stream, 
 			ws := w.streams[c.stream]
 			w.slabWait = append(w.slabWait, isa.SemWait{Sem: ws.sem, Value: c.count * ws.mult})
 		}
-		e.waits = w.slabWait[i0:len(w.slabWait):len(w.slabWait)]
+		x.waits = w.slabWait[i0:len(w.slabWait):len(w.slabWait)]
 	}
-	if dma {
-		e.sig = qs.signal1
-	}
-	st.pushOut(e)
+	e.flags |= outHasExtra
+	st.pushOut(e, pos, &x)
 }
 
-// instruction builds the Instruction of an entry being handed out.
-func (w *walk) instruction(st *stream, e *outEntry) *isa.Instruction {
-	if e.waits == nil && e.sig == nil && !e.signal && e.hbmOff == 0 {
-		return e.meta.plain()
+// next hands out the stream's oldest instruction held.
+func (w *walk) next(st *stream) *isa.Instruction {
+	e := st.head()
+	meta := w.c.metas[e.meta]
+	if e.flags&(outSignal|outDMA|outHasExtra) == 0 {
+		st.pop(e)
+		return meta.plain()
 	}
+	x := st.pop(e)
 	if len(w.slabIns) == cap(w.slabIns) {
 		w.slabIns = make([]isa.Instruction, 0, 256)
 	}
-	w.slabIns = append(w.slabIns, isa.Instruction{Body: e.meta.body, HBMOffset: e.hbmOff, Waits: e.waits, Signal: e.sig})
+	w.slabIns = append(w.slabIns, isa.Instruction{Body: meta.body, HBMOffset: x.hbmOff, Waits: x.waits})
 	in := &w.slabIns[len(w.slabIns)-1]
-	if e.signal {
+	switch {
+	case e.flags&outDMA != 0:
+		in.Signal = meta.qsig
+	case e.flags&outSignal != 0:
 		in.Signal = st.signal1
 	}
 	return in

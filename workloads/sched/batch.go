@@ -33,8 +33,9 @@ type batch struct {
 	ci      int
 	// record is the nest whose batch is being collected, to memoise under
 	// recordKey once it is complete (nil: none).
-	record    *nestInfo
-	recordKey []int64
+	record     *nestInfo
+	recordKey  []int64
+	recordHash uint64
 	// replay, when set, are the instances to schedule instead of insts.
 	replay []batchInst
 }
@@ -164,17 +165,6 @@ func (w *walk) flushBatch() bool {
 	ci := bt.ci
 	sid := w.c.engineStream(ci, eng)
 	st := w.streams[sid]
-	add := func(stream int32, pos int64, est float64) {
-		if w.depPos[stream] < 0 {
-			w.depList = append(w.depList, stream)
-		}
-		if pos > w.depPos[stream] {
-			w.depPos[stream] = pos
-		}
-		if est > w.depEst[stream] {
-			w.depEst[stream] = est
-		}
-	}
 	// Each op's last position, then dependencies found and accesses
 	// remembered in one pass (the batch's own records are its stream's:
 	// they never make a wait); the estimates are set once known.
@@ -188,14 +178,14 @@ func (w *walk) flushBatch() bool {
 		for i := range bt.union[id] {
 			sp := &bt.union[id][i]
 			if sp.Hi > sp.Lo {
-				w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, add)
+				w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps)
 			}
 		}
 	}
 	start := st.est
-	for _, d := range w.depList {
+	for _, d := range w.deps.list {
 		if d != sid {
-			start = max(start, w.depEst[d])
+			start = max(start, w.deps.est[d])
 		}
 	}
 	waits := w.waits(st, sid, -1)
@@ -257,6 +247,10 @@ type nestInfo struct {
 	// the variables outside the nest, and the bounds of the nest's loops
 	// it uses): while that loop has not moved, the signature is the same.
 	plevel []int
+	// groups are the plans by level (their signatures are kept together);
+	// blevel[i] is the level loop i's bounds depend on.
+	groups []planGroup
+	blevel []int
 	id     int
 	isVar  []bool // the nest's variables
 	ops    []int32
@@ -265,12 +259,27 @@ type nestInfo struct {
 	hits   int
 }
 
-// segCache is one plan's last signature segment and the stamp it is valid
-// at.
+// planGroup is the plans whose signatures depend on the same loop level
+// (-1: none).
+type planGroup struct {
+	level int
+	plans []int
+}
+
+// segCache is one group's last signature segment, its hash and the stamp
+// they are valid at.
 type segCache struct {
 	seg   []int64
+	hash  uint64
 	stamp uint64
 	valid bool
+}
+
+// boundsCache is a nest's loop bounds, valid at stamp.
+type boundsCache struct {
+	lo, hi int64
+	stamp  uint64
+	valid  bool
 }
 
 type memoEntry struct {
@@ -357,6 +366,28 @@ func (c *compiled) newNest(root *tile.Loop) *nestInfo {
 		}
 		n.plevel = append(n.plevel, lvl)
 	}
+	byLevel := map[int]int{}
+	for i, lvl := range n.plevel {
+		g, ok := byLevel[lvl]
+		if !ok {
+			g = len(n.groups)
+			byLevel[lvl] = g
+			n.groups = append(n.groups, planGroup{level: lvl})
+		}
+		n.groups[g].plans = append(n.groups[g].plans, i)
+	}
+	for _, l := range n.loops {
+		li := c.loops[l.ID]
+		lvl := -1
+		for _, b := range []*tile.Code{li.start, li.stop} {
+			for _, u := range b.Vars {
+				if !n.isVar[u] {
+					lvl = max(lvl, depths[u])
+				}
+			}
+		}
+		n.blevel = append(n.blevel, lvl)
+	}
 	n.id = c.nests
 	c.nests++
 	// Bounds must not depend on the nest's variables (a box).
@@ -373,8 +404,10 @@ func (c *compiled) newNest(root *tile.Loop) *nestInfo {
 	return n
 }
 
-// memoKey returns the signature of the nest entered now, or false.
-func (w *walk) memoKey(n *nestInfo, core int) ([]int64, bool) {
+// memoKey returns the signature of the nest entered now and its hash, or
+// false. Signature segments and loop bounds are kept per loop level and
+// computed again only when their level has moved.
+func (w *walk) memoKey(n *nestInfo, core int) ([]int64, uint64, bool) {
 	key := w.memoBuf[:0]
 	key = append(key, int64(core))
 	for _, t := range n.tiles {
@@ -383,37 +416,53 @@ func (w *walk) memoKey(n *nestInfo, core int) ([]int64, bool) {
 	if len(w.memoLo) < len(w.env) {
 		w.memoLo, w.memoHi = make([]int64, len(w.env)), make([]int64, len(w.env))
 	}
-	for _, l := range n.loops {
-		li := w.c.loops[l.ID]
-		lo, hi := li.start.Eval(w.env), li.stop.Eval(w.env)-1
-		w.memoLo[l.Var.Index], w.memoHi[l.Var.Index] = lo, hi
-		key = append(key, lo, hi)
-	}
 	if w.segs == nil {
 		w.segs = make([][]segCache, w.c.nests)
+		w.bounds = make([][]boundsCache, w.c.nests)
 	}
+	bounds := w.bounds[n.id]
+	if bounds == nil {
+		bounds = make([]boundsCache, len(n.loops))
+		w.bounds[n.id] = bounds
+	}
+	for i, l := range n.loops {
+		bc := &bounds[i]
+		lvl := n.blevel[i]
+		if !bc.valid || (lvl >= 0 && bc.stamp != w.stamp[lvl]) {
+			li := w.c.loops[l.ID]
+			bc.lo, bc.hi, bc.valid = li.start.Eval(w.env), li.stop.Eval(w.env)-1, true
+			if lvl >= 0 {
+				bc.stamp = w.stamp[lvl]
+			}
+		}
+		w.memoLo[l.Var.Index], w.memoHi[l.Var.Index] = bc.lo, bc.hi
+		key = append(key, bc.lo, bc.hi)
+	}
+	h := hashKey(key)
 	segs := w.segs[n.id]
 	if segs == nil {
-		segs = make([]segCache, len(n.plans))
+		segs = make([]segCache, len(n.groups))
 		w.segs[n.id] = segs
 	}
-	for i, p := range n.plans {
+	for i := range n.groups {
+		g := &n.groups[i]
 		sc := &segs[i]
-		lvl := n.plevel[i]
-		if sc.valid && (lvl < 0 || sc.stamp == w.stamp[lvl]) {
-			key = append(key, sc.seg...)
-			continue
+		if !sc.valid || (g.level >= 0 && sc.stamp != w.stamp[g.level]) {
+			sc.seg = sc.seg[:0]
+			for _, pi := range g.plans {
+				sc.seg = n.plans[pi].Append(sc.seg, w.env, w.memoLo, w.memoHi)
+			}
+			sc.hash = hashKey(sc.seg)
+			sc.valid = true
+			if g.level >= 0 {
+				sc.stamp = w.stamp[g.level]
+			}
 		}
-		start := len(key)
-		key = p.Append(key, w.env, w.memoLo, w.memoHi)
-		sc.seg = append(sc.seg[:0], key[start:]...)
-		sc.valid = true
-		if lvl >= 0 {
-			sc.stamp = w.stamp[lvl]
-		}
+		key = append(key, sc.seg...)
+		h = (h ^ sc.hash) * 1099511628211
 	}
 	w.memoBuf = key
-	return key, true
+	return key, h, true
 }
 
 // replay schedules a memoised batch.
@@ -442,12 +491,11 @@ func (w *walk) remember(n *nestInfo, key []int64) {
 	for _, id := range bt.touched {
 		me.unions = append(me.unions, memoUnion{op: id, spans: append([]isa.Span(nil), bt.union[id]...)})
 	}
-	h := hashKey(key)
-	n.memo[h] = append(n.memo[h], me)
+	n.memo[w.bt.recordHash] = append(n.memo[w.bt.recordHash], me)
 }
 
-func (n *nestInfo) lookup(key []int64) *memoEntry {
-	for _, me := range n.memo[hashKey(key)] {
+func (n *nestInfo) lookup(key []int64, h uint64) *memoEntry {
+	for _, me := range n.memo[h] {
 		if equalKey(me.key, key) {
 			n.hits++
 			return me

@@ -44,6 +44,32 @@ type hrec struct {
 // looking from the newest end, and stops there.
 type bucket struct {
 	streams []streamRecs
+	// idx[stream] is the stream's index in streams, -1 when it has none
+	// (made on first use).
+	idx []int8
+}
+
+// own returns the stream's records in the bucket, made when make is set
+// (nil otherwise, when it has none).
+func (b *bucket) own(stream int32, nStreams int, make_ bool) *streamRecs {
+	if b.idx == nil {
+		if !make_ {
+			return nil
+		}
+		b.idx = make([]int8, nStreams)
+		for i := range b.idx {
+			b.idx[i] = -1
+		}
+	}
+	if k := b.idx[stream]; k >= 0 {
+		return &b.streams[k]
+	}
+	if !make_ {
+		return nil
+	}
+	b.idx[stream] = int8(len(b.streams))
+	b.streams = append(b.streams, streamRecs{stream: stream})
+	return &b.streams[len(b.streams)-1]
 }
 
 type streamRecs struct {
@@ -85,13 +111,47 @@ func memIndex(m isa.Memory) int {
 	return 0
 }
 
-// conflictFn receives a conflicting earlier access.
-type conflictFn func(stream int32, pos int64, est float64)
+// depSet collects an access's dependencies: for every stream, the latest
+// conflicting position (-1: none) and the latest estimated completion.
+type depSet struct {
+	pos  []int64
+	est  []float64
+	list []int32 // the streams with a dependency
+}
+
+func newDepSet(streams int) depSet {
+	d := depSet{pos: make([]int64, streams), est: make([]float64, streams)}
+	for i := range d.pos {
+		d.pos[i] = -1
+	}
+	return d
+}
+
+// add records a conflicting access of stream at pos, completing at est.
+func (d *depSet) add(stream int32, pos int64, est float64) {
+	if d.pos[stream] < 0 {
+		d.list = append(d.list, stream)
+	}
+	if pos > d.pos[stream] {
+		d.pos[stream] = pos
+	}
+	if est > d.est[stream] {
+		d.est[stream] = est
+	}
+}
+
+// clear empties the set.
+func (d *depSet) clear() {
+	for _, s := range d.list {
+		d.pos[s], d.est[s] = -1, 0
+	}
+	d.list = d.list[:0]
+}
 
 // spanConflicts calls fn, for every stream with a record that conflicts
 // with an access of sp (sp.Write says whether it writes) on core index ci,
 // with its latest conflicting record.
-func (t *tracker) spanConflicts(ci int, sp *isa.Span, fn conflictFn) {
+func (t *tracker) spanConflicts(ci int, sp *isa.Span, deps *depSet) {
 	mi := memIndex(sp.Mem)
 	bs := t.onchip[ci][mi]
 	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
@@ -102,7 +162,7 @@ func (t *tracker) spanConflicts(ci int, sp *isa.Span, fn conflictFn) {
 			for i := len(sr.recs) - 1; i >= 0; i-- {
 				r := &sr.recs[i]
 				if (r.write || sp.Write) && r.span.Overlaps(sp) {
-					fn(sr.stream, r.pos, r.est)
+					deps.add(sr.stream, r.pos, r.est)
 					break
 				}
 			}
@@ -120,32 +180,28 @@ func (t *tracker) recordSpan(ci int, sp *isa.Span, stream int32, pos int64, est 
 	t.checkRecord(ci, sp, stream, pos, est, nil)
 }
 
-// checkRecord does spanConflicts (when fn is set) and recordSpan in one
+// checkRecord does spanConflicts (when deps is set) and recordSpan in one
 // pass over the granules: each granule's conflicts are found before its
 // records change.
-func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est float64, fn conflictFn) {
+func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est float64, deps *depSet) {
 	mi := memIndex(sp.Mem)
 	bs := t.onchip[ci][mi]
 	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
 	for g := g0; g <= g1 && int(g) < len(bs); g++ {
 		b := &bs[g]
-		nr := rec{stream: stream, write: sp.Write, pos: pos, est: est, span: *sp}
-		var own *streamRecs
+		npos, nest := pos, est
 		for k := range b.streams {
 			sr := &b.streams[k]
-			if fn != nil {
+			if deps != nil {
 				for i := len(sr.recs) - 1; i >= 0; i-- {
 					r := &sr.recs[i]
 					if (r.write || sp.Write) && r.span.Overlaps(sp) {
-						fn(sr.stream, r.pos, r.est)
+						deps.add(sr.stream, r.pos, r.est)
 						break
 					}
 				}
 			}
 			mine := sr.stream == stream
-			if mine {
-				own = sr
-			}
 			if !sp.Write && !mine {
 				continue
 			}
@@ -153,8 +209,8 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			for i := range sr.recs {
 				r := &sr.recs[i]
 				if sp.Covers(&r.span) && (sp.Write || !r.write) {
-					if mine && r.pos > nr.pos {
-						nr.pos, nr.est = r.pos, max(nr.est, r.est)
+					if mine && r.pos > npos {
+						npos, nest = r.pos, max(nest, r.est)
 					}
 					continue
 				}
@@ -165,14 +221,15 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			}
 			sr.recs = sr.recs[:kept]
 		}
-		if own != nil && !sp.Write {
+		own := b.own(stream, t.streams, true)
+		if !sp.Write {
 			merged := false
 			for i := len(own.recs) - 1; i >= 0; i-- {
 				r := &own.recs[i]
 				if !r.write && r.span.Overlaps(sp) {
 					r.span.Lo, r.span.Hi = min(r.span.Lo, sp.Lo), max(r.span.Hi, sp.Hi)
 					r.span.PartLo, r.span.PartHi = min(r.span.PartLo, sp.PartLo), max(r.span.PartHi, sp.PartHi)
-					r.pos, r.est = max(r.pos, nr.pos), max(r.est, nr.est)
+					r.pos, r.est = max(r.pos, npos), max(r.est, nest)
 					// Keep the list in position order.
 					for j := i; j+1 < len(own.recs); j++ {
 						own.recs[j], own.recs[j+1] = own.recs[j+1], own.recs[j]
@@ -185,11 +242,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 				continue
 			}
 		}
-		if own == nil {
-			b.streams = append(b.streams, streamRecs{stream: stream})
-			own = &b.streams[len(b.streams)-1]
-		}
-		own.recs = append(own.recs, nr)
+		own.recs = append(own.recs, rec{stream: stream, write: sp.Write, pos: npos, est: nest, span: *sp})
 		if len(own.recs) > maxRecsPerStream {
 			a, c := &own.recs[0], &own.recs[1]
 			c.span.Lo, c.span.Hi = min(a.span.Lo, c.span.Lo), max(a.span.Hi, c.span.Hi)
@@ -209,19 +262,16 @@ func (t *tracker) setEst(ci int, sp *isa.Span, stream int32, est float64) {
 	bs := t.onchip[ci][mi]
 	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
 	for g := g0; g <= g1 && int(g) < len(bs); g++ {
-		for k := range bs[g].streams {
-			sr := &bs[g].streams[k]
-			if sr.stream == stream && len(sr.recs) > 0 {
-				r := &sr.recs[len(sr.recs)-1]
-				r.est = max(r.est, est)
-			}
+		if sr := bs[g].own(stream, t.streams, false); sr != nil && len(sr.recs) > 0 {
+			r := &sr.recs[len(sr.recs)-1]
+			r.est = max(r.est, est)
 		}
 	}
 }
 
 // regionConflicts calls fn for every HBM record of buffer buf that
 // conflicts with an access of reg.
-func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, fn conflictFn) {
+func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, deps *depSet) {
 	h := t.hbm[buf]
 	if h == nil {
 		return
@@ -229,7 +279,7 @@ func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, fn con
 	for i := range h.writes {
 		r := &h.writes[i]
 		if r.reg.Overlaps(reg) {
-			fn(r.stream, r.pos, r.est)
+			deps.add(r.stream, r.pos, r.est)
 		}
 	}
 	if !write {
@@ -238,7 +288,7 @@ func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, fn con
 	for i := range h.reads {
 		r := &h.reads[i]
 		if r.reg.Overlaps(reg) {
-			fn(r.stream, r.pos, r.est)
+			deps.add(r.stream, r.pos, r.est)
 		}
 	}
 }

@@ -48,11 +48,11 @@ type walk struct {
 	memoBuf        []int64
 	memoLo, memoHi []int64
 	segs           [][]segCache
+	bounds         [][]boundsCache
 
+	// deps collects the dependencies of the instance being scheduled.
+	deps depSet
 	// scratch
-	depPos   []int64
-	depEst   []float64
-	depList  []int32
 	accs     []accEval
 	key      []int64
 	waitBuf  []waitCand
@@ -149,11 +149,7 @@ func newWalk(c *compiled) *walk {
 		w.qNext = append(w.qNext, 0)
 		w.dmaFree = append(w.dmaFree, 0)
 	}
-	w.depPos = make([]int64, n)
-	for i := range w.depPos {
-		w.depPos[i] = -1
-	}
-	w.depEst = make([]float64, n)
+	w.deps = newDepSet(n)
 	w.stack = append(w.stack, frame{stmts: c.k.Body})
 	w.stamp = make([]uint64, len(c.k.Vars)+1)
 	w.cache = make([][]exprCache, len(c.ops))
@@ -215,12 +211,12 @@ func (w *walk) step() {
 							break
 						}
 					}
-					if key, ok := w.memoKey(n, core); ok {
-						if me := n.lookup(key); me != nil {
+					if key, h, ok := w.memoKey(n, core); ok {
+						if me := n.lookup(key, h); me != nil {
 							w.replay(me, w.c.slotOf(core))
 							return
 						}
-						w.bt.record, w.bt.recordKey = n, append(w.bt.recordKey[:0], key...)
+						w.bt.record, w.bt.recordKey, w.bt.recordHash = n, append(w.bt.recordKey[:0], key...), h
 					} else {
 						n.ok = false
 					}
@@ -476,9 +472,9 @@ func (w *walk) emit(oi *opInfo) error {
 		}
 		s := w.c.engineStream(ci, cands[i])
 		start := w.streams[s].est
-		for _, d := range w.depList {
+		for _, d := range w.deps.list {
 			if d != s {
-				start = max(start, w.depEst[d])
+				start = max(start, w.deps.est[d])
 			}
 		}
 		finish := start + metas[i].intervalNs
@@ -565,9 +561,9 @@ func (w *walk) emitDMA(oi *opInfo, core, ci int) error {
 			}
 			s := w.c.engineStream(ci, e)
 			start := w.streams[s].est
-			for _, d := range w.depList {
+			for _, d := range w.deps.list {
 				if d != s {
-					start = max(start, w.depEst[d])
+					start = max(start, w.deps.est[d])
 				}
 			}
 			if first || start < bestStart {
@@ -604,9 +600,9 @@ func (w *walk) emitDMA(oi *opInfo, core, ci int) error {
 	m := qs.addMark(pq, ts.know)
 	m.clock[qid] = pq
 	start := ts.est
-	for _, d := range w.depList {
+	for _, d := range w.deps.list {
 		if d != tid && d != qid {
-			start = max(start, w.depEst[d])
+			start = max(start, w.deps.est[d])
 		}
 	}
 	ts.est = start + meta.intervalNs
@@ -661,32 +657,21 @@ func (w *walk) queueFor(oi *opInfo, ci int, eng isa.Engine) (int, error) {
 // collect gathers the op instance's dependencies: for every stream, the
 // latest conflicting position and the estimated completion.
 func (w *walk) collect(oi *opInfo, ci int, meta *bodyMeta) {
-	add := func(stream int32, pos int64, est float64) {
-		if w.depPos[stream] < 0 {
-			w.depList = append(w.depList, stream)
-		}
-		if pos > w.depPos[stream] {
-			w.depPos[stream] = pos
-		}
-		if est > w.depEst[stream] {
-			w.depEst[stream] = est
-		}
-	}
 	for i := range meta.spans {
 		sp := &meta.spans[i]
 		if sp.Hi > sp.Lo {
-			w.tr.spanConflicts(w.spanCore(sp), sp, add)
+			w.tr.spanConflicts(w.spanCore(sp), sp, &w.deps)
 		}
 	}
 	for i := range meta.hbm {
 		h := &meta.hbm[i]
 		reg := w.region(h, &w.accs[h.acc])
-		w.tr.regionConflicts(h.idx, &reg, h.write, add)
+		w.tr.regionConflicts(h.idx, &reg, h.write, &w.deps)
 	}
 	for _, a := range oi.op.After {
 		ai := w.c.ops[a.ID]
 		if ai.lastValid {
-			add(ai.lastStream, ai.lastPos, 0)
+			w.deps.add(ai.lastStream, ai.lastPos, 0)
 		}
 	}
 }
@@ -700,12 +685,7 @@ func (w *walk) region(h *hbmOperand, ae *accEval) isa.Region {
 	return isa.RegionOf(h.buf, h.idx, &ap)
 }
 
-func (w *walk) clearDeps() {
-	for _, d := range w.depList {
-		w.depPos[d], w.depEst[d] = -1, 0
-	}
-	w.depList = w.depList[:0]
-}
+func (w *walk) clearDeps() { w.deps.clear() }
 
 // record remembers the instance's accesses.
 func (w *walk) record(ci int, meta *bodyMeta, stream int32, pos int64, est float64) {
@@ -728,15 +708,15 @@ func (w *walk) record(ci int, meta *bodyMeta, stream int32, pos int64, est float
 // waits, none implied by another.
 func (w *walk) waits(st *stream, self, skip int32) []waitCand {
 	cands := w.waitBuf[:0]
-	for _, d := range w.depList {
+	for _, d := range w.deps.list {
 		if d == self || d == skip {
 			continue
 		}
-		p := w.depPos[d]
+		p := w.deps.pos[d]
 		if p <= st.know[d] {
 			continue
 		}
-		cands = append(cands, waitCand{stream: d, dep: p, est: w.depEst[d]})
+		cands = append(cands, waitCand{stream: d, dep: p, est: w.deps.est[d]})
 	}
 	if len(cands) == 0 {
 		w.waitBuf = cands

@@ -36,8 +36,9 @@ type batch struct {
 	record     *nestInfo
 	recordKey  []int64
 	recordHash uint64
-	// replay, when set, are the instances to schedule instead of insts.
-	replay []batchInst
+	// replay, when set, is the memoised batch to schedule instead of
+	// insts.
+	replay *memoEntry
 }
 
 type batchInst struct {
@@ -145,8 +146,9 @@ func unionSpan(u, s *isa.Span) {
 func (w *walk) flushBatch() bool {
 	bt := &w.bt
 	insts := bt.insts
-	if bt.replay != nil {
-		insts, bt.replay = bt.replay, nil
+	me := bt.replay
+	if me != nil {
+		insts, bt.replay = me.insts, nil
 	}
 	n := len(insts)
 	if n == 0 {
@@ -169,9 +171,15 @@ func (w *walk) flushBatch() bool {
 	// remembered in one pass (the batch's own records are its stream's:
 	// they never make a wait); the estimates are set once known.
 	p0 := st.pos
-	for i := range insts {
-		bi := &insts[i]
-		bi.oi.lastStream, bi.oi.lastPos, bi.oi.lastValid = sid, p0+int64(i), true
+	if me != nil {
+		for _, l := range me.last {
+			l.op.lastStream, l.op.lastPos, l.op.lastValid = sid, p0+int64(l.idx), true
+		}
+	} else {
+		for i := range insts {
+			bi := &insts[i]
+			bi.oi.lastStream, bi.oi.lastPos, bi.oi.lastValid = sid, p0+int64(i), true
+		}
 	}
 	for _, id := range bt.touched {
 		oi := w.c.ops[id]
@@ -197,14 +205,18 @@ func (w *walk) flushBatch() bool {
 	t := start
 	var done float64
 	for i := range insts {
-		bi := &insts[i]
-		p := p0 + int64(i)
-		done = t + bi.meta.latencyNs
-		t += bi.meta.intervalNs
-		if i == 0 {
-			w.output(st, bi.meta, waits, p, false)
+		m := insts[i].meta
+		done = t + m.latencyNs
+		t += m.intervalNs
+	}
+	if st.keep {
+		w.output(st, insts[0].meta, waits, p0, false)
+		if me != nil {
+			st.pushBulk(me.outs[1:], p0+1)
 		} else {
-			w.output(st, bi.meta, nil, p, false)
+			for i := 1; i < n; i++ {
+				w.output(st, insts[i].meta, nil, p0+int64(i), false)
+			}
 		}
 	}
 	w.pending = append(w.pending, pendingFinal{stream: sid, n: int32(n), pos: p0, gen: w.gen})
@@ -286,6 +298,15 @@ type memoEntry struct {
 	key    []int64
 	insts  []batchInst
 	unions []memoUnion
+	// outs are the instructions as held by a stream (none has an extra);
+	// last, for each op of the batch, the index of its last instance.
+	outs []outEntry
+	last []opLast
+}
+
+type opLast struct {
+	op  *opInfo
+	idx int32
 }
 
 type memoUnion struct {
@@ -469,7 +490,7 @@ func (w *walk) memoKey(n *nestInfo, core int) ([]int64, uint64, bool) {
 func (w *walk) replay(me *memoEntry, ci int) {
 	bt := &w.bt
 	bt.ci = ci
-	bt.replay = me.insts
+	bt.replay = me
 	bt.epoch++
 	if bt.union == nil {
 		bt.union = make([][]isa.Span, len(w.c.ops))
@@ -490,6 +511,17 @@ func (w *walk) remember(n *nestInfo, key []int64) {
 	me := &memoEntry{key: append([]int64(nil), key...), insts: append([]batchInst(nil), bt.insts...)}
 	for _, id := range bt.touched {
 		me.unions = append(me.unions, memoUnion{op: id, spans: append([]isa.Span(nil), bt.union[id]...)})
+	}
+	me.outs = make([]outEntry, len(me.insts))
+	lastIdx := map[*opInfo]int32{}
+	for i, bi := range me.insts {
+		me.outs[i] = outEntry{meta: bi.meta.idx}
+		lastIdx[bi.oi] = int32(i)
+	}
+	for i, bi := range me.insts {
+		if lastIdx[bi.oi] == int32(i) {
+			me.last = append(me.last, opLast{op: bi.oi, idx: int32(i)})
+		}
 	}
 	n.memo[w.bt.recordHash] = append(n.memo[w.bt.recordHash], me)
 }

@@ -81,10 +81,12 @@ type streamRecs struct {
 // two oldest merge into one covering both (conservative).
 const maxRecsPerStream = 32
 
+// hbmRecs are one HBM tensor's records, per stream, oldest first.
 type hbmRecs struct {
-	reads, writes []hrec
-	// count[stream] is how many records the stream has in each list.
-	nreads, nwrites []int
+	reads, writes [][]hrec
+	// active lists the streams with a record.
+	active []int32
+	seen   []bool
 }
 
 type tracker struct {
@@ -269,26 +271,28 @@ func (t *tracker) setEst(ci int, sp *isa.Span, stream int32, est float64) {
 	}
 }
 
-// regionConflicts calls fn for every HBM record of buffer buf that
-// conflicts with an access of reg.
+// regionConflicts adds every HBM record of buffer buf that conflicts with
+// an access of reg.
 func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, deps *depSet) {
 	h := t.hbm[buf]
 	if h == nil {
 		return
 	}
-	for i := range h.writes {
-		r := &h.writes[i]
-		if r.reg.Overlaps(reg) {
-			deps.add(r.stream, r.pos, r.est)
+	for _, st := range h.active {
+		for i := range h.writes[st] {
+			r := &h.writes[st][i]
+			if r.reg.Overlaps(reg) {
+				deps.add(r.stream, r.pos, r.est)
+			}
 		}
-	}
-	if !write {
-		return
-	}
-	for i := range h.reads {
-		r := &h.reads[i]
-		if r.reg.Overlaps(reg) {
-			deps.add(r.stream, r.pos, r.est)
+		if !write {
+			continue
+		}
+		for i := range h.reads[st] {
+			r := &h.reads[st][i]
+			if r.reg.Overlaps(reg) {
+				deps.add(r.stream, r.pos, r.est)
+			}
 		}
 	}
 }
@@ -299,56 +303,49 @@ func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, deps *
 func (t *tracker) recordRegion(buf int32, reg *isa.Region, write bool, stream int32, pos int64, est float64) {
 	h := t.hbm[buf]
 	if h == nil {
-		h = &hbmRecs{nreads: make([]int, t.streams), nwrites: make([]int, t.streams)}
+		h = &hbmRecs{reads: make([][]hrec, t.streams), writes: make([][]hrec, t.streams), seen: make([]bool, t.streams)}
 		t.hbm[buf] = h
 	}
+	if !h.seen[stream] {
+		h.seen[stream] = true
+		h.active = append(h.active, stream)
+	}
 	nr := hrec{stream: stream, write: write, pos: pos, est: est, reg: *reg}
-	drop := func(list []hrec, count []int) []hrec {
+	drop := func(list []hrec) []hrec {
 		kept := list[:0]
 		for _, r := range list {
-			if reg.Covers(&r.reg) {
-				count[r.stream]--
-				continue
+			if !reg.Covers(&r.reg) {
+				kept = append(kept, r)
 			}
-			kept = append(kept, r)
 		}
 		return kept
 	}
 	if write {
-		h.writes = drop(h.writes, h.nwrites)
-		h.reads = drop(h.reads, h.nreads)
-		h.writes = appendCapped(h.writes, h.nwrites, nr)
+		for _, st := range h.active {
+			h.writes[st] = drop(h.writes[st])
+			h.reads[st] = drop(h.reads[st])
+		}
+		h.writes[stream] = appendCapped(h.writes[stream], nr)
 	} else {
-		h.reads = appendCapped(h.reads, h.nreads, nr)
+		h.reads[stream] = appendCapped(h.reads[stream], nr)
 	}
 }
 
-// appendCapped appends r, merging the stream's two oldest records when it
-// has more than hbmRecsPerStream.
-func appendCapped(list []hrec, count []int, r hrec) []hrec {
+// appendCapped appends r to a stream's list, merging its two oldest
+// records when it has more than hbmRecsPerStream.
+func appendCapped(list []hrec, r hrec) []hrec {
 	list = append(list, r)
-	count[r.stream]++
-	if count[r.stream] <= hbmRecsPerStream {
+	if len(list) <= hbmRecsPerStream {
 		return list
 	}
-	first, second := -1, -1
-	for i := range list {
-		if list[i].stream == r.stream {
-			if first < 0 {
-				first = i
-			} else {
-				second = i
-				break
-			}
-		}
-	}
-	a, b := &list[first], &list[second]
+	a, b := &list[0], &list[1]
 	b.reg = unionRegion(&a.reg, &b.reg)
 	b.write = a.write || b.write
 	b.pos = max(a.pos, b.pos)
 	b.est = max(a.est, b.est)
-	count[r.stream]--
-	return append(list[:first], list[first+1:]...)
+	// Dropping the front moves the slice's start; append copies it to a
+	// new array once the capacity behind it is used up (amortised).
+	return list[1:]
 }
 
 // unionRegion returns a region that covers both.

@@ -72,7 +72,7 @@ func (o *outStream) Next() (*isa.Instruction, error) {
 	}
 	st := w.streams[o.idx]
 	for {
-		if e := st.head(); e != nil && (e.flags&outFinal != 0 || w.done) {
+		if st.headFinal(w.done) != nil {
 			o.handed++
 			return w.next(st), nil
 		}
@@ -143,7 +143,7 @@ func Drain(p *isa.Program) int64 {
 		for _, s := range w.streams {
 			if s.keep {
 				// Hand out what is final, as the simulator would.
-				for e := s.head(); e != nil && e.flags&outFinal != 0; e = s.head() {
+				for s.headFinal(false) != nil {
 					w.next(s)
 					n++
 				}

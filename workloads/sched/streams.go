@@ -66,6 +66,10 @@ type stream struct {
 	opos   int64
 	extra  []outExtra
 	xhead  int
+	// finalTo is the last position whose signal is decided (compute
+	// instructions are finalised in position order; a transfer's trigger
+	// is final when made).
+	finalTo int64
 	// signal1 is the one signal of the stream's semaphore an instruction
 	// makes (shared: instructions never change once handed out).
 	signal1  []isa.SemSignal
@@ -166,10 +170,13 @@ func (s *stream) clockAt(p int64) []int64 {
 }
 
 // addSnap remembers the knowledge at position p.
-func (s *stream) addSnap(p int64, clock []int64) {
+func (s *stream) addSnap(p int64, clock []int64, w *walk) {
 	if s.unfinal == 0 {
 		// Nothing can be marked at or before p any more: only this one can
 		// be needed.
+		for i := s.shead; i < len(s.snaps); i++ {
+			w.recycle(s.snaps[i].clock)
+		}
 		clear(s.snaps)
 		s.snaps, s.shead = s.snaps[:0], 0
 	}
@@ -182,8 +189,9 @@ func (s *stream) addSnap(p int64, clock []int64) {
 }
 
 // pruneSnaps drops snapshots no position from p on needs.
-func (s *stream) pruneSnaps(p int64) {
+func (s *stream) pruneSnaps(p int64, w *walk) {
 	for s.shead+1 < len(s.snaps) && s.snaps[s.shead+1].pos <= p {
+		w.recycle(s.snaps[s.shead].clock)
 		s.snaps[s.shead] = snap{}
 		s.shead++
 	}
@@ -224,12 +232,55 @@ func (s *stream) pushOut(e outEntry, pos int64, x *outExtra) {
 	}
 }
 
+// pushBulk appends entries with no extra at the next positions, from pos.
+func (s *stream) pushBulk(es []outEntry, pos int64) {
+	if s.skip > 0 {
+		k := int(min(s.skip, int64(len(es))))
+		s.skip -= int64(k)
+		es, pos = es[k:], pos+int64(k)
+	}
+	if len(es) == 0 {
+		return
+	}
+	if s.ocount+len(es) > len(s.out) {
+		n := max(64, len(s.out))
+		for n < s.ocount+len(es) {
+			n *= 2
+		}
+		ring := make([]outEntry, n)
+		for i := 0; i < s.ocount; i++ {
+			ring[i] = s.out[(s.ohead+i)&(len(s.out)-1)]
+		}
+		s.out, s.ohead = ring, 0
+	}
+	if s.ocount == 0 {
+		s.opos = pos
+	}
+	at := (s.ohead + s.ocount) & (len(s.out) - 1)
+	k := copy(s.out[at:], es)
+	copy(s.out, es[k:])
+	s.ocount += len(es)
+}
+
 // head returns the oldest instruction held, or nil.
 func (s *stream) head() *outEntry {
 	if s.ocount == 0 {
 		return nil
 	}
 	return &s.out[s.ohead]
+}
+
+// headFinal returns the oldest instruction held if its signal is decided
+// (or all is, at the end), or nil.
+func (s *stream) headFinal(all bool) *outEntry {
+	if s.ocount == 0 {
+		return nil
+	}
+	e := &s.out[s.ohead]
+	if all || s.opos <= s.finalTo || e.flags&outFinal != 0 {
+		return e
+	}
+	return nil
 }
 
 // pop drops the oldest instruction held, returning its extra (if any).

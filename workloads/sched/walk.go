@@ -60,6 +60,8 @@ type walk struct {
 	slabWait []isa.SemWait
 	slabSig  []isa.SemSignal
 	snapPool []int64
+	// freeClocks are snapshot clocks to reuse.
+	freeClocks [][]int64
 }
 
 type frame struct {
@@ -124,7 +126,7 @@ func newWalk(c *compiled) *walk {
 	n := c.nStreams()
 	for ci, core := range c.lay.cores {
 		for k := 0; k < c.perCore; k++ {
-			s := &stream{core: ci, queue: -1, lastMark: -1, newest: -1}
+			s := &stream{core: ci, queue: -1, lastMark: -1, newest: -1, finalTo: -1}
 			if k < int(isa.NumEngines) {
 				s.engine = isa.Engine(k)
 				s.sem = isa.SemRef{Core: int32(core), ID: int32(k)}
@@ -816,14 +818,22 @@ func (w *walk) noKnowledge() []int64 {
 
 // snapshot remembers an engine's knowledge at position p (it waited).
 func (w *walk) snapshot(st *stream, p int64) {
-	n := len(st.know)
-	if len(w.snapPool) < n {
-		w.snapPool = make([]int64, n*64)
+	var c []int64
+	if k := len(w.freeClocks); k > 0 {
+		c = w.freeClocks[k-1]
+		w.freeClocks = w.freeClocks[:k-1]
+	} else {
+		c = make([]int64, len(st.know))
 	}
-	c := w.snapPool[:n:n]
-	w.snapPool = w.snapPool[n:]
 	copy(c, st.know)
-	st.addSnap(p, c)
+	st.addSnap(p, c, w)
+}
+
+// recycle takes back a snapshot's clock no one refers to any more.
+func (w *walk) recycle(c []int64) {
+	if c != nil {
+		w.freeClocks = append(w.freeClocks, c)
+	}
 }
 
 // finalize decides the signals of the compute instructions the walk has
@@ -842,14 +852,8 @@ func (w *walk) finalize(all bool) {
 		if !all && s.lastMark < last {
 			w.markEngine(pf.stream, s.newest)
 		}
-		if s.keep {
-			for p := pf.pos; p <= last; p++ {
-				if e := s.entryAt(p); e != nil {
-					e.flags |= outFinal
-				}
-			}
-		}
-		s.pruneSnaps(last + 1)
+		s.finalTo = max(s.finalTo, last)
+		s.pruneSnaps(last+1, w)
 	}
 	if w.phead > 4096 && w.phead*2 > len(w.pending) {
 		n := copy(w.pending, w.pending[w.phead:])

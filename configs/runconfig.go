@@ -32,7 +32,7 @@ type RunConfig struct {
 
 // Workload says what to simulate. Kind selects one of the sections.
 type Workload struct {
-	// Kind is gemm, elementwise or assembly.
+	// Kind is gemm, elementwise, tile or assembly.
 	Kind string `yaml:"kind"`
 	// Name labels the workload in reports.
 	Name        string               `yaml:"name"`

@@ -16,9 +16,8 @@ const AssemblyVersion = 1
 //
 // An instruction handed out must not change afterwards, operands included:
 // the simulator holds it while it is in flight, and recognises a repeated
-// body by the identity of its operand slices (see DecodeCache). A stream
-// may hand out the same instruction, or share operand slices between
-// instructions, as often as it likes.
+// body by its Body.ID (see DecodeCache). A stream may hand out the same
+// instruction, or share a body between instructions, as often as it likes.
 type Stream interface {
 	Next() (*Instruction, error)
 }

@@ -25,6 +25,34 @@ var traceWarnBytes int64 = 256 << 20
 // returns -1 if a stream fails.
 func countInstructions(prog *isa.Program) int64 {
 	var n int64
+	known := true
+	for _, src := range prog.Streams {
+		known = known && src.Count >= 0
+	}
+	if !known && prog.OpenAll != nil {
+		// One opening serves every stream (a scheduled kernel is walked
+		// once, not once per stream): take an instruction of each in turn.
+		streams := prog.OpenAll()
+		for live := len(streams); live > 0; {
+			live = 0
+			for i, st := range streams {
+				if st == nil {
+					continue
+				}
+				in, err := st.Next()
+				if err != nil {
+					return -1
+				}
+				if in == nil {
+					streams[i] = nil
+					continue
+				}
+				n++
+				live++
+			}
+		}
+		return n
+	}
 	for _, src := range prog.Streams {
 		if src.Count >= 0 {
 			n += src.Count

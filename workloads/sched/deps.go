@@ -23,12 +23,31 @@ var granuleShift = [2]uint{13, 13}
 // both (conservative: a later conflicting access waits for the later).
 const hbmRecsPerStream = 64
 
+// rec is an on-chip access: bytes [lo, hi) of partitions [plo, phi) of
+// its bucket's memory (the bucket says which core and memory).
 type rec struct {
-	stream int32
-	write  bool
-	pos    int64
-	est    float64
-	span   isa.Span
+	lo, hi   int64
+	plo, phi int32
+	write    bool
+	pos      int64
+	est      float64
+}
+
+// box is the part of a span records compare.
+type box struct {
+	lo, hi   int64
+	plo, phi int32
+}
+
+func boxOf(sp *isa.Span) box { return box{sp.Lo, sp.Hi, sp.PartLo, sp.PartHi} }
+
+func (r *rec) overlaps(b *box) bool {
+	return r.plo < b.phi && b.plo < r.phi && r.lo < b.hi && b.lo < r.hi
+}
+
+// coveredBy reports whether b includes all of r.
+func (r *rec) coveredBy(b *box) bool {
+	return b.plo <= r.plo && r.phi <= b.phi && b.lo <= r.lo && r.hi <= b.hi
 }
 
 type hrec struct {
@@ -154,6 +173,7 @@ func (d *depSet) clear() {
 // with an access of sp (sp.Write says whether it writes) on core index ci,
 // with its latest conflicting record.
 func (t *tracker) spanConflicts(ci int, sp *isa.Span, deps *depSet) {
+	bx := boxOf(sp)
 	mi := memIndex(sp.Mem)
 	bs := t.onchip[ci][mi]
 	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
@@ -163,7 +183,7 @@ func (t *tracker) spanConflicts(ci int, sp *isa.Span, deps *depSet) {
 			sr := &b.streams[k]
 			for i := len(sr.recs) - 1; i >= 0; i-- {
 				r := &sr.recs[i]
-				if (r.write || sp.Write) && r.span.Overlaps(sp) {
+				if (r.write || sp.Write) && r.overlaps(&bx) {
 					deps.add(sr.stream, r.pos, r.est)
 					break
 				}
@@ -186,6 +206,8 @@ func (t *tracker) recordSpan(ci int, sp *isa.Span, stream int32, pos int64, est 
 // pass over the granules: each granule's conflicts are found before its
 // records change.
 func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est float64, deps *depSet) {
+	bx := boxOf(sp)
+	write := sp.Write
 	mi := memIndex(sp.Mem)
 	bs := t.onchip[ci][mi]
 	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
@@ -194,43 +216,46 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 		npos, nest := pos, est
 		for k := range b.streams {
 			sr := &b.streams[k]
+			recs := sr.recs
 			if deps != nil {
-				for i := len(sr.recs) - 1; i >= 0; i-- {
-					r := &sr.recs[i]
-					if (r.write || sp.Write) && r.span.Overlaps(sp) {
+				for i := len(recs) - 1; i >= 0; i-- {
+					r := &recs[i]
+					if (r.write || write) && r.overlaps(&bx) {
 						deps.add(sr.stream, r.pos, r.est)
 						break
 					}
 				}
 			}
 			mine := sr.stream == stream
-			if !sp.Write && !mine {
+			if !write && !mine {
 				continue
 			}
 			kept := 0
-			for i := range sr.recs {
-				r := &sr.recs[i]
-				if sp.Covers(&r.span) && (sp.Write || !r.write) {
+			for i := range recs {
+				r := &recs[i]
+				if (write || !r.write) && r.coveredBy(&bx) {
 					if mine && r.pos > npos {
 						npos, nest = r.pos, max(nest, r.est)
 					}
 					continue
 				}
 				if kept != i {
-					sr.recs[kept] = *r
+					recs[kept] = *r
 				}
 				kept++
 			}
-			sr.recs = sr.recs[:kept]
+			if kept != len(recs) {
+				sr.recs = recs[:kept]
+			}
 		}
 		own := b.own(stream, t.streams, true)
-		if !sp.Write {
+		if !write {
 			merged := false
 			for i := len(own.recs) - 1; i >= 0; i-- {
 				r := &own.recs[i]
-				if !r.write && r.span.Overlaps(sp) {
-					r.span.Lo, r.span.Hi = min(r.span.Lo, sp.Lo), max(r.span.Hi, sp.Hi)
-					r.span.PartLo, r.span.PartHi = min(r.span.PartLo, sp.PartLo), max(r.span.PartHi, sp.PartHi)
+				if !r.write && r.overlaps(&bx) {
+					r.lo, r.hi = min(r.lo, bx.lo), max(r.hi, bx.hi)
+					r.plo, r.phi = min(r.plo, bx.plo), max(r.phi, bx.phi)
 					r.pos, r.est = max(r.pos, npos), max(r.est, nest)
 					// Keep the list in position order.
 					for j := i; j+1 < len(own.recs); j++ {
@@ -244,13 +269,12 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 				continue
 			}
 		}
-		own.recs = append(own.recs, rec{stream: stream, write: sp.Write, pos: npos, est: nest, span: *sp})
+		own.recs = append(own.recs, rec{lo: bx.lo, hi: bx.hi, plo: bx.plo, phi: bx.phi, write: write, pos: npos, est: nest})
 		if len(own.recs) > maxRecsPerStream {
 			a, c := &own.recs[0], &own.recs[1]
-			c.span.Lo, c.span.Hi = min(a.span.Lo, c.span.Lo), max(a.span.Hi, c.span.Hi)
-			c.span.PartLo, c.span.PartHi = min(a.span.PartLo, c.span.PartLo), max(a.span.PartHi, c.span.PartHi)
+			c.lo, c.hi = min(a.lo, c.lo), max(a.hi, c.hi)
+			c.plo, c.phi = min(a.plo, c.plo), max(a.phi, c.phi)
 			c.write = a.write || c.write
-			c.span.Write = c.write
 			c.est = max(a.est, c.est)
 			own.recs = append(own.recs[:0], own.recs[1:]...)
 		}

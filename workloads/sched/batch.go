@@ -36,6 +36,7 @@ type batch struct {
 	record     *nestInfo
 	recordKey  []int64
 	recordHash uint64
+	recordInst []int64
 	// replay, when set, is the memoised batch to schedule instead of
 	// insts.
 	replay *memoEntry
@@ -156,12 +157,18 @@ func (w *walk) flushBatch() bool {
 		bt.record = nil
 		return false
 	}
+	if me == nil && ((bt.record != nil && !bt.active) || w.comp != nil) {
+		me = w.newEntry()
+	}
 	if bt.record != nil {
 		if !bt.active {
 			// The nest is complete: remember it.
-			w.remember(bt.record, bt.recordKey)
+			w.remember(bt.record, bt.recordKey, me)
 		}
 		bt.record = nil
+	}
+	if w.comp != nil {
+		w.comp.subs = append(w.comp.subs, me)
 	}
 	eng := insts[0].oi.op.Engine
 	ci := bt.ci
@@ -245,9 +252,8 @@ func (w *walk) flushBatch() bool {
 // expressions of its nest evaluate to, so a nest entered again with the
 // same expression signatures (tile.Code.Signature: the interior blocks of
 // a GEMM all share one) replays the bodies and access unions it made the
-// first time, without evaluating anything. Nests whose loops declare tiles
-// or have bounds that depend on the nest's own variables are not
-// memoised.
+// first time, without evaluating anything. Nests whose loops have bounds
+// that depend on the nest's own variables are not memoised.
 
 // nestInfo is a batch root's nest, for the memo.
 type nestInfo struct {
@@ -267,8 +273,12 @@ type nestInfo struct {
 	isVar  []bool // the nest's variables
 	ops    []int32
 	tiles  []*tile.Tile // tiles the nest's ops access
-	memo   map[uint64][]*memoEntry
-	hits   int
+	// declared are the tiles the nest's loops declare.
+	declared []*tile.Tile
+	// cmemo holds a compound nest's entries (see compound.go).
+	cmemo map[uint64][]*compEntry
+	memo  map[uint64][]*memoEntry
+	hits  int
 }
 
 // planGroup is the plans whose signatures depend on the same loop level
@@ -302,6 +312,9 @@ type memoEntry struct {
 	// last, for each op of the batch, the index of its last instance.
 	outs []outEntry
 	last []opLast
+	// deltas are how far the instances of the tiles the nest declares
+	// move.
+	deltas []int64
 }
 
 type opLast struct {
@@ -321,9 +334,11 @@ func (c *compiled) newNest(root *tile.Loop) *nestInfo {
 	addLoop := func(l *tile.Loop) {
 		n.loops = append(n.loops, l)
 		n.isVar[l.Var.Index] = true
-		if len(l.Tiles) > 0 {
-			n.ok = false
-		}
+		// A tile declared in the nest rotates within it: the slots its
+		// instances take follow from where the rotation stands when the
+		// nest is entered, which the signature holds (the slot of every
+		// tile the nest accesses).
+		n.declared = append(n.declared, l.Tiles...)
 	}
 	walk = func(stmts []tile.Stmt) {
 		for _, s := range stmts {
@@ -505,10 +520,10 @@ func (w *walk) replay(me *memoEntry, ci int) {
 	w.flushBatch()
 }
 
-// remember stores the batch being flushed under key.
-func (w *walk) remember(n *nestInfo, key []int64) {
+// newEntry makes the memo entry of the batch being flushed.
+func (w *walk) newEntry() *memoEntry {
 	bt := &w.bt
-	me := &memoEntry{key: append([]int64(nil), key...), insts: append([]batchInst(nil), bt.insts...)}
+	me := &memoEntry{insts: append([]batchInst(nil), bt.insts...)}
 	for _, id := range bt.touched {
 		me.unions = append(me.unions, memoUnion{op: id, spans: append([]isa.Span(nil), bt.union[id]...)})
 	}
@@ -523,7 +538,45 @@ func (w *walk) remember(n *nestInfo, key []int64) {
 			me.last = append(me.last, opLast{op: bi.oi, idx: int32(i)})
 		}
 	}
+	return me
+}
+
+// remember stores the batch entry me of nest n under key, with how far
+// the instances of the tiles the nest declares moved.
+func (w *walk) remember(n *nestInfo, key []int64, me *memoEntry) {
+	me.key = append([]int64(nil), key...)
+	me.deltas = w.tileDeltas(n, w.bt.recordInst)
 	n.memo[w.bt.recordHash] = append(n.memo[w.bt.recordHash], me)
+}
+
+// tileDeltas returns how far the instances of the tiles n declares moved
+// since they were inst.
+func (w *walk) tileDeltas(n *nestInfo, inst []int64) []int64 {
+	if len(n.declared) == 0 {
+		return nil
+	}
+	d := make([]int64, len(n.declared))
+	for i, t := range n.declared {
+		d[i] = w.tileInst[t.ID] - inst[i]
+	}
+	return d
+}
+
+// tileInsts appends the instances of the tiles n declares to buf.
+func (w *walk) tileInsts(n *nestInfo, buf []int64) []int64 {
+	buf = buf[:0]
+	for _, t := range n.declared {
+		buf = append(buf, w.tileInst[t.ID])
+	}
+	return buf
+}
+
+// advanceTiles moves the instances of the tiles n declares as a walk of
+// the nest would have.
+func (w *walk) advanceTiles(n *nestInfo, deltas []int64) {
+	for i, t := range n.declared {
+		w.tileInst[t.ID] += deltas[i]
+	}
 }
 
 func (n *nestInfo) lookup(key []int64, h uint64) *memoEntry {

@@ -46,6 +46,9 @@ type loopInfo struct {
 	// one engine (see batch.go); nest describes it for the batch memo.
 	batch bool
 	nest  *nestInfo
+	// compound is set for a compound nest (see compound.go), which nest
+	// describes.
+	compound bool
 }
 
 func (c *compiled) nStreams() int { return len(c.lay.cores) * c.perCore }
@@ -326,6 +329,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			li.nest = c.newNest(li.loop)
 		}
 	}
+	c.markCompounds(k.Body)
 	c.possible = possibleStreams(c)
 	prog := &isa.Program{Version: isa.AssemblyVersion, Target: tg.Name, Buffers: lay.buffers}
 	for ci, core := range lay.cores {

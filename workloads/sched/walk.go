@@ -44,6 +44,8 @@ type walk struct {
 
 	// bt collects the instances of a batched loop nest.
 	bt batch
+	// comp is the compound nest being recorded (nil: none).
+	comp *compRecord
 	// memo scratch
 	memoBuf        []int64
 	memoLo, memoHi []int64
@@ -192,6 +194,9 @@ func (w *walk) step() {
 					return
 				}
 			}
+			if w.comp != nil && len(w.stack) == w.comp.depth {
+				w.finishCompound()
+			}
 			continue
 		}
 		s := f.stmts[f.pc]
@@ -204,21 +209,22 @@ func (w *walk) step() {
 			if start >= stop {
 				continue
 			}
+			if li.compound && w.comp == nil && !w.bt.active && li.nest.ok {
+				if w.enterCompound(li.nest, w.loopCore()) {
+					return
+				}
+			}
 			if li.batch && !w.bt.active {
 				if n := li.nest; n != nil && n.ok {
-					core := w.c.lay.cores[0]
-					for i := len(w.stack) - 1; i >= 0; i-- {
-						if w.stack[i].cores {
-							core = int(w.env[w.stack[i].loop.Var.Index])
-							break
-						}
-					}
+					core := w.loopCore()
 					if key, h, ok := w.memoKey(n, core); ok {
 						if me := n.lookup(key, h); me != nil {
 							w.replay(me, w.c.slotOf(core))
+							w.advanceTiles(n, me.deltas)
 							return
 						}
 						w.bt.record, w.bt.recordKey, w.bt.recordHash = n, append(w.bt.recordKey[:0], key...), h
+						w.bt.recordInst = w.tileInsts(n, w.bt.recordInst)
 					} else {
 						n.ok = false
 					}
@@ -265,6 +271,16 @@ func (w *walk) step() {
 	}
 	w.done = true
 	w.finalize(true)
+}
+
+// loopCore returns the core of the enclosing cores loop, or the first.
+func (w *walk) loopCore() int {
+	for i := len(w.stack) - 1; i >= 0; i-- {
+		if w.stack[i].cores {
+			return int(w.env[w.stack[i].loop.Var.Index])
+		}
+	}
+	return w.c.lay.cores[0]
 }
 
 // newIteration starts a new instance of every tile the loop declares.

@@ -188,12 +188,23 @@ func (w *walk) flushBatch() bool {
 			bi.oi.lastStream, bi.oi.lastPos, bi.oi.lastValid = sid, p0+int64(i), true
 		}
 	}
-	for _, id := range bt.touched {
-		oi := w.c.ops[id]
-		for i := range bt.union[id] {
-			sp := &bt.union[id][i]
-			if sp.Hi > sp.Lo {
+	if me != nil {
+		for i := range me.unions {
+			u := &me.unions[i]
+			oi := w.c.ops[u.op]
+			for j := range u.spans {
+				sp := &u.spans[j]
 				w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps)
+			}
+		}
+	} else {
+		for _, id := range bt.touched {
+			oi := w.c.ops[id]
+			for i := range bt.union[id] {
+				sp := &bt.union[id][i]
+				if sp.Hi > sp.Lo {
+					w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps)
+				}
 			}
 		}
 	}
@@ -232,14 +243,7 @@ func (w *walk) flushBatch() bool {
 	st.newest = st.pos - 1
 	st.unfinal += n
 	st.est = t
-	for _, id := range bt.touched {
-		for i := range bt.union[id] {
-			sp := &bt.union[id][i]
-			if sp.Hi > sp.Lo {
-				w.tr.setEst(w.spanCore(sp), sp, sid, done)
-			}
-		}
-	}
+	w.tr.setEsts(done)
 	w.clearDeps()
 	bt.insts = bt.insts[:0]
 	bt.touched = bt.touched[:0]
@@ -512,11 +516,6 @@ func (w *walk) replay(me *memoEntry, ci int) {
 		bt.uepoch = make([]uint64, len(w.c.ops))
 	}
 	bt.touched = bt.touched[:0]
-	for _, u := range me.unions {
-		bt.union[u.op] = append(bt.union[u.op][:0], u.spans...)
-		bt.uepoch[u.op] = bt.epoch
-		bt.touched = append(bt.touched, u.op)
-	}
 	w.flushBatch()
 }
 
@@ -525,7 +524,13 @@ func (w *walk) newEntry() *memoEntry {
 	bt := &w.bt
 	me := &memoEntry{insts: append([]batchInst(nil), bt.insts...)}
 	for _, id := range bt.touched {
-		me.unions = append(me.unions, memoUnion{op: id, spans: append([]isa.Span(nil), bt.union[id]...)})
+		u := memoUnion{op: id}
+		for _, sp := range bt.union[id] {
+			if sp.Hi > sp.Lo {
+				u.spans = append(u.spans, sp)
+			}
+		}
+		me.unions = append(me.unions, u)
 	}
 	me.outs = make([]outEntry, len(me.insts))
 	lastIdx := map[*opInfo]int32{}

@@ -150,12 +150,7 @@ type bodyMeta struct {
 
 // plain returns the body's shared Instruction with no wait, no signal and
 // no HBM offset.
-func (m *bodyMeta) plain() *isa.Instruction {
-	if m.inst == nil {
-		m.inst = &isa.Instruction{Body: m.body}
-	}
-	return m.inst
-}
+func (m *bodyMeta) plain() *isa.Instruction { return m.inst }
 
 type hbmOperand struct {
 	op    *isa.Operand
@@ -556,7 +551,7 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 		b.Attrs.Queue = int16(max(q, 0))
 		b.Attrs.DGE = dge
 	}
-	m := &bodyMeta{body: b, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
+	m := &bodyMeta{body: b, inst: &isa.Instruction{Body: b}, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
 	w.c.metas = append(w.c.metas, m)
 	if oi.isDMA {
 		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Core: int32(core), ID: int32(QueueSemBase + max(q, 0))}, Add: 1}}

@@ -108,7 +108,17 @@ type hbmRecs struct {
 	seen   []bool
 }
 
+// estRef names a stream's records in a bucket, whose newest gets an
+// estimate once known.
+type estRef struct {
+	b *bucket
+	k int32
+}
+
 type tracker struct {
+	// pending are the records checkRecord made whose estimate is not known
+	// yet (see setEsts).
+	pending []estRef
 	// onchip[coreIndex][0 SBUF, 1 PSUM] are the granules of one partition's
 	// byte range (records carry their partitions).
 	onchip  [][2][]bucket
@@ -249,6 +259,9 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			}
 		}
 		own := b.own(stream, t.streams, true)
+		if deps != nil {
+			t.pending = append(t.pending, estRef{b, int32(b.idx[stream])})
+		}
 		if !write {
 			merged := false
 			for i := len(own.recs) - 1; i >= 0; i-- {
@@ -281,18 +294,17 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 	}
 }
 
-// setEst sets, in every granule of sp, the estimated completion of the
-// stream's latest record (the one checkRecord just made).
-func (t *tracker) setEst(ci int, sp *isa.Span, stream int32, est float64) {
-	mi := memIndex(sp.Mem)
-	bs := t.onchip[ci][mi]
-	g0, g1 := sp.Lo>>granuleShift[mi], (sp.Hi-1)>>granuleShift[mi]
-	for g := g0; g <= g1 && int(g) < len(bs); g++ {
-		if sr := bs[g].own(stream, t.streams, false); sr != nil && len(sr.recs) > 0 {
-			r := &sr.recs[len(sr.recs)-1]
-			r.est = max(r.est, est)
+// setEsts sets the estimated completion of the records checkRecord made
+// (with deps): in every granule it visited, the stream's newest record.
+func (t *tracker) setEsts(est float64) {
+	for _, r := range t.pending {
+		sr := &r.b.streams[r.k]
+		if n := len(sr.recs); n > 0 {
+			rc := &sr.recs[n-1]
+			rc.est = max(rc.est, est)
 		}
 	}
+	t.pending = t.pending[:0]
 }
 
 // regionConflicts adds every HBM record of buffer buf that conflicts with

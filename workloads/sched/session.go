@@ -71,6 +71,10 @@ func (o *outStream) Next() (*isa.Instruction, error) {
 		w = o.sess.shared
 	}
 	st := w.streams[o.idx]
+	if in := w.popPlain(st); in != nil {
+		o.handed++
+		return in, nil
+	}
 	for {
 		if st.headFinal(w.done) != nil {
 			o.handed++
@@ -143,8 +147,13 @@ func Drain(p *isa.Program) int64 {
 		for _, s := range w.streams {
 			if s.keep {
 				// Hand out what is final, as the simulator would.
-				for s.headFinal(false) != nil {
-					w.next(s)
+				for {
+					if w.popPlain(s) == nil {
+						if s.headFinal(false) == nil {
+							break
+						}
+						w.next(s)
+					}
 					n++
 				}
 			}

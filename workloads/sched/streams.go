@@ -262,6 +262,23 @@ func (s *stream) pushBulk(es []outEntry, pos int64) {
 	s.ocount += len(es)
 }
 
+// popPlain hands out the stream's oldest instruction held when it is the
+// common case — final, with no wait, signal or offset: its body's shared
+// Instruction — or returns nil.
+func (w *walk) popPlain(st *stream) *isa.Instruction {
+	if st.ocount == 0 || st.opos > st.finalTo {
+		return nil
+	}
+	e := &st.out[st.ohead]
+	if e.flags != 0 {
+		return nil
+	}
+	st.ohead = (st.ohead + 1) & (len(st.out) - 1)
+	st.ocount--
+	st.opos++
+	return w.c.metas[e.meta].inst
+}
+
 // head returns the oldest instruction held, or nil.
 func (s *stream) head() *outEntry {
 	if s.ocount == 0 {

@@ -194,7 +194,7 @@ func (w *walk) flushBatch() bool {
 			oi := w.c.ops[u.op]
 			for j := range u.spans {
 				sp := &u.spans[j]
-				w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps)
+				w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps, st.know, st.est)
 			}
 		}
 	} else {
@@ -203,7 +203,7 @@ func (w *walk) flushBatch() bool {
 			for i := range bt.union[id] {
 				sp := &bt.union[id][i]
 				if sp.Hi > sp.Lo {
-					w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps)
+					w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps, st.know, st.est)
 				}
 			}
 		}

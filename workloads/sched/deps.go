@@ -94,6 +94,10 @@ func (b *bucket) own(stream int32, nStreams int, make_ bool) *streamRecs {
 type streamRecs struct {
 	stream int32
 	recs   []rec
+	// maxPos and maxEst bound the records' positions and estimates from
+	// above.
+	maxPos int64
+	maxEst float64
 }
 
 // maxRecsPerStream bounds a stream's records in one granule; beyond it the
@@ -209,13 +213,17 @@ func (t *tracker) spanConflicts(ci int, sp *isa.Span, deps *depSet) {
 // later, as it would for both). A dropped record of the stream itself that
 // is later than pos lends the new record its position.
 func (t *tracker) recordSpan(ci int, sp *isa.Span, stream int32, pos int64, est float64) {
-	t.checkRecord(ci, sp, stream, pos, est, nil)
+	t.checkRecord(ci, sp, stream, pos, est, nil, nil, 0)
 }
 
 // checkRecord does spanConflicts (when deps is set) and recordSpan in one
 // pass over the granules: each granule's conflicts are found before its
-// records change.
-func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est float64, deps *depSet) {
+// records change. With know set, it is for a batch of stream, which knows
+// position know[s] of every stream s and starts no earlier than estLo: a
+// stream's records that cannot change its waits or its start are not
+// looked at (its own, and another's whose every record is known and
+// estimated to complete by estLo).
+func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est float64, deps *depSet, know []int64, estLo float64) {
 	bx := boxOf(sp)
 	write := sp.Write
 	mi := memIndex(sp.Mem)
@@ -227,7 +235,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 		for k := range b.streams {
 			sr := &b.streams[k]
 			recs := sr.recs
-			if deps != nil {
+			if deps != nil && (know == nil || (sr.stream != stream && (sr.maxPos > know[sr.stream] || sr.maxEst > estLo))) {
 				for i := len(recs) - 1; i >= 0; i-- {
 					r := &recs[i]
 					if (r.write || write) && r.overlaps(&bx) {
@@ -270,6 +278,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 					r.lo, r.hi = min(r.lo, bx.lo), max(r.hi, bx.hi)
 					r.plo, r.phi = min(r.plo, bx.plo), max(r.phi, bx.phi)
 					r.pos, r.est = max(r.pos, npos), max(r.est, nest)
+					own.maxPos, own.maxEst = max(own.maxPos, r.pos), max(own.maxEst, r.est)
 					// Keep the list in position order.
 					for j := i; j+1 < len(own.recs); j++ {
 						own.recs[j], own.recs[j+1] = own.recs[j+1], own.recs[j]
@@ -283,6 +292,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			}
 		}
 		own.recs = append(own.recs, rec{lo: bx.lo, hi: bx.hi, plo: bx.plo, phi: bx.phi, write: write, pos: npos, est: nest})
+		own.maxPos, own.maxEst = max(own.maxPos, npos), max(own.maxEst, nest)
 		if len(own.recs) > maxRecsPerStream {
 			a, c := &own.recs[0], &own.recs[1]
 			c.lo, c.hi = min(a.lo, c.lo), max(a.hi, c.hi)
@@ -302,6 +312,7 @@ func (t *tracker) setEsts(est float64) {
 		if n := len(sr.recs); n > 0 {
 			rc := &sr.recs[n-1]
 			rc.est = max(rc.est, est)
+			sr.maxEst = max(sr.maxEst, rc.est)
 		}
 	}
 	t.pending = t.pending[:0]

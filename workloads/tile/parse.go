@@ -891,6 +891,8 @@ func (p *parser) float() (float64, error) {
 }
 
 // Expressions: or < and < not < comparisons < + - < * // % < unary -.
+// The parser keeps the tree as written (no folding), so printing it gives
+// the text back.
 
 func (p *parser) expr() (Expr, error) { return p.orExpr() }
 
@@ -900,7 +902,7 @@ func (p *parser) orExpr() (Expr, error) {
 		p.take()
 		var b Expr
 		if b, err = p.andExpr(); err == nil {
-			a = a.Or(b)
+			a = Expr{&node{kind: kOr, a: a.n, b: b.n}}
 		}
 	}
 	return a, err
@@ -912,7 +914,7 @@ func (p *parser) andExpr() (Expr, error) {
 		p.take()
 		var b Expr
 		if b, err = p.notExpr(); err == nil {
-			a = a.And(b)
+			a = Expr{&node{kind: kAnd, a: a.n, b: b.n}}
 		}
 	}
 	return a, err
@@ -979,20 +981,20 @@ func (p *parser) mulExpr() (Expr, error) {
 
 func (p *parser) unary() (Expr, error) {
 	if p.is("-") {
-		t := p.take()
+		p.take()
 		if n := p.peek(); n.kind == tInt {
 			p.take()
-			v, err := strconv.ParseInt(n.text, 10, 64)
+			// Parsed with its sign, so the smallest integer is a literal.
+			v, err := strconv.ParseInt("-"+n.text, 10, 64)
 			if err != nil {
-				return Expr{}, p.errAt(n, "integer %s out of range", n.text)
+				return Expr{}, p.errAt(n, "integer -%s out of range", n.text)
 			}
-			return C(-v), nil
+			return C(v), nil
 		}
 		e, err := p.unary()
 		if err != nil {
 			return e, err
 		}
-		_ = t
 		return Expr{&node{kind: kNeg, a: e.n}}, nil
 	}
 	return p.atom()

@@ -278,6 +278,9 @@ func (c *checker) access(a *Access, pos Pos, where string) error {
 			return c.k.errAt(pos, "%s: only HBM accesses are rearranged (%s is in %s)", where, t.Name, t.Mem)
 		}
 		if err := a.Rearrange.check(); err != nil {
+			if a.Rearrange.Pos.Line > 0 {
+				pos = a.Rearrange.Pos
+			}
 			return c.k.errAt(pos, "%s: %s: %v", where, t.Name, err)
 		}
 	}
@@ -302,13 +305,18 @@ func (r *Rearrange) check() error {
 			return fmt.Errorf("each group needs the sizes of all its factors but one: %s", groupText(g))
 		}
 	}
-	if len(r.Out) != len(seen) {
-		return fmt.Errorf("the output names %d factors, the input %d", len(r.Out), len(seen))
-	}
+	out := map[string]bool{}
 	for _, n := range r.Out {
 		if !seen[n] {
 			return fmt.Errorf("output factor %s is not in the input", n)
 		}
+		if out[n] {
+			return fmt.Errorf("output factor %s appears twice", n)
+		}
+		out[n] = true
+	}
+	if len(r.Out) != len(seen) {
+		return fmt.Errorf("the output names %d factors, the input %d", len(r.Out), len(seen))
 	}
 	for n, v := range r.Sizes {
 		if !seen[n] {

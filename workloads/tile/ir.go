@@ -143,6 +143,8 @@ type Rearrange struct {
 	In    [][]string
 	Out   []string
 	Sizes map[string]int64
+	// Pos is the rearrangement's '<' in the text form.
+	Pos Pos
 }
 
 // Stmt is a statement of a kernel: a *Loop, an *If, an *Op or a

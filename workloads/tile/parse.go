@@ -688,8 +688,8 @@ func (p *parser) access() (Access, error) {
 
 // rearrange parses <(t p:128) m -> p t m>.
 func (p *parser) rearrange() (*Rearrange, error) {
-	p.take()
-	r := &Rearrange{Sizes: map[string]int64{}}
+	lt := p.take()
+	r := &Rearrange{Sizes: map[string]int64{}, Pos: Pos{p.line, lt.col}}
 	factor := func() (string, error) {
 		t := p.take()
 		if t.kind != tIdent {

@@ -41,3 +41,79 @@ func TestRearrangeErrorsAreLocated(t *testing.T) {
 		})
 	}
 }
+
+// Name clashes are located at the later declaration and name the earlier.
+func TestNameErrorsAreLocated(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"two sibling loops use i",
+			"kernel x\ntile a sbuf bf16 [128, 4]\nfor i in range(2):\n    vector memset a\nfor i in range(2):\n    vector memset a\n",
+			"k.tile:5:5: loop variable i is used by two loops (the other at 3:5); give each loop its own"},
+		{"loop variable named like an earlier tile",
+			"kernel x\nfor i in range(2):\n    tile t sbuf bf16 [128, 4]\n    vector memset t\nfor t in range(2):\n    pass\n",
+			"k.tile:5:5: loop variable t has the name of a tile at 3:10; names are unique in the whole kernel"},
+		{"tile named like an earlier loop variable",
+			"kernel x\nfor t in range(2):\n    pass\nfor i in range(2):\n    tile t sbuf bf16 [128, 4]\n    vector memset t\n",
+			"k.tile:5:10: tile t has the name of a loop variable at 2:5; names are unique in the whole kernel"},
+		{"parameter named like an earlier loop variable",
+			"kernel x\nfor n in range(2):\n    pass\nparam n = 3\n",
+			"k.tile:4:7: parameter n has the name of a loop variable at 2:5; names are unique in the whole kernel"},
+		{"parameter named like an earlier loop tile",
+			"kernel x\nfor i in range(2):\n    tile s sbuf bf16 [128, 4]\n    vector memset s\nparam s = 3\n",
+			"k.tile:5:7: parameter s has the name of a tile at 3:10; names are unique in the whole kernel"},
+		{"tiles of two sibling loops",
+			"kernel x\nfor i in range(2):\n    tile s sbuf bf16 [128, 4]\n    vector memset s\nfor j in range(2):\n    tile s sbuf bf16 [128, 4]\n    vector memset s\n",
+			"k.tile:6:10: tile s is declared twice (first at 3:10)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, checkErr(t, tc.src))
+		})
+	}
+}
+
+// Core numbers are checked against the chip where they are written.
+func TestCheckCoresIsLocated(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"tile on a core the chip lacks", "kernel x\ntile a sbuf bf16 [128, 4] core=9\nvector memset a\n",
+			"k.tile:2:32: tile a: core 9 does not exist (the chip has 8)"},
+		{"unused tile on a core the chip lacks", "kernel x\ntile a psum fp32 [128, 4] bufs=1 core=8\n",
+			"k.tile:2:39: tile a: core 8 does not exist (the chip has 8)"},
+		{"cores loop past the chip", "kernel x\nfor c in range(0, 9) cores:\n    tile s sbuf bf16 [128, 4]\n    vector memset s\n",
+			"k.tile:2:1: for c cores: a cores loop needs constant bounds within the chip's 8 cores"},
+		{"cores loop with a variable bound", "kernel x\nfor i in range(2):\n    for c in range(i, 2) cores:\n        pass\n",
+			"k.tile:3:5: for c cores: a cores loop needs constant bounds within the chip's 8 cores"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := Parse(tc.src, "k.tile")
+			require.NoError(t, err)
+			err = k.CheckCores(8)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+	k, err := Parse("kernel x\ntile a sbuf bf16 [128, 4] core=7\nfor c in range(0, 8) cores:\n    tile s sbuf bf16 [128, 4] core=12\n    vector memset s\n", "k.tile")
+	require.NoError(t, err)
+	assert.NoError(t, k.CheckCores(8), "core= inside a cores loop is not the tile's core")
+}
+
+// An error without a file still gives its position.
+func TestErrorWithoutFileKeepsItsPosition(t *testing.T) {
+	tests := []struct {
+		err  Error
+		want string
+	}{
+		{Error{File: "k.tile", Pos: Pos{3, 4}, Msg: "m"}, "k.tile:3:4: m"},
+		{Error{File: "k.tile", Msg: "m"}, "k.tile: m"},
+		{Error{Kernel: "x", Pos: Pos{3, 4}, Msg: "m"}, "kernel x: 3:4: m"},
+		{Error{Pos: Pos{3, 4}, Msg: "m"}, "3:4: m"},
+		{Error{Kernel: "x", Msg: "m"}, "kernel x: m"},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, tc.err.Error())
+	}
+}

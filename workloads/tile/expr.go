@@ -53,6 +53,8 @@ type Var struct {
 	// Index is the variable's slot in an evaluation environment, assigned
 	// by the kernel.
 	Index int
+	// Pos is the variable's name in its loop's line (0 when built in Go).
+	Pos Pos
 }
 
 // C returns a constant.

@@ -78,6 +78,8 @@ type Tile struct {
 	// shapeExprs are the sizes as the text form wrote them (parameters by
 	// name), for printing.
 	shapeExprs []Expr
+	// corePos is where the text form gave core= (its value).
+	corePos Pos
 	// ID is the tile's index in Kernel.Tiles.
 	ID  int
 	Pos Pos

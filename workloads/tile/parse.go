@@ -333,7 +333,7 @@ func (p *parser) tile(loop *Loop) error {
 			if v < 0 || v > 1<<16 {
 				return p.errAt(vt, "core %d out of range", v)
 			}
-			t.Core = int(v)
+			t.Core, t.corePos = int(v), Pos{p.line, vt.col}
 		case "at":
 			if v < 0 {
 				return p.errAt(vt, "at must not be negative")
@@ -392,6 +392,7 @@ func (p *parser) forLoop(indent int, outer *Loop, stmts *[]Stmt) error {
 		break
 	}
 	l := &Loop{Var: p.k.Var(vt.text), Step: C(1), Pos: Pos{p.line, ft.col}}
+	l.Var.Pos = Pos{p.line, vt.col}
 	switch len(args) {
 	case 1:
 		l.Start, l.Stop = C(0), args[0]

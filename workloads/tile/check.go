@@ -257,6 +257,13 @@ func (c *checker) stmts(stmts []Stmt, inCores bool) error {
 				return err
 			}
 		case *Collective:
+			if !IsCollectiveKind(s.Kind) {
+				pos := s.kindPos
+				if pos.Line == 0 {
+					pos = s.Pos
+				}
+				return c.k.errAt(pos, "unknown collective kind %q (kinds: %s)", s.Kind, strings.Join(CollectiveKinds, ", "))
+			}
 			for _, a := range append(append([]Access(nil), s.Outs...), s.Ins...) {
 				if err := c.access(&a, s.Pos, "collective "+s.Kind); err != nil {
 					return err

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/isa"
 )
 
 // checkErr parses src as k.tile and returns the error it must give.
@@ -116,4 +118,36 @@ func TestErrorWithoutFileKeepsItsPosition(t *testing.T) {
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, tc.err.Error())
 	}
+}
+
+// A collective's kind is one the IR defines.
+func TestCollectiveKinds(t *testing.T) {
+	head := "kernel x\ntile a hbm fp32 [128, 4] input\ntile b hbm fp32 [128, 4] output\n"
+	tests := []struct {
+		line, want string // want "": it parses
+	}{
+		{"collective foo b, a group=[0, 1]", `k.tile:4:12: unknown collective kind "foo" (kinds: all_reduce, all_gather, reduce_scatter, all_to_all, send, recv, broadcast)`},
+		{"collective allreduce b, a", `k.tile:4:12: unknown collective kind "allreduce" (kinds: all_reduce, all_gather, reduce_scatter, all_to_all, send, recv, broadcast)`},
+		{"collective 3 b, a", `k.tile:4:12: expected a collective kind (all_reduce, all_gather, reduce_scatter, all_to_all, send, recv, broadcast), got "3"`},
+	}
+	for _, kind := range CollectiveKinds {
+		tests = append(tests, struct{ line, want string }{"collective " + kind + " b, a group=[0, 1]", ""})
+	}
+	for _, tc := range tests {
+		t.Run(tc.line, func(t *testing.T) {
+			k, err := Parse(head+tc.line+"\n", "k.tile")
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, head+tc.line+"\n", String(k))
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+	// A kernel built in Go is checked too, at the statement.
+	k := New("x")
+	a := k.Tensor("a", isa.FP32, Input, 4)
+	k.Body = append(k.Body, &Collective{Kind: "gather_all", Outs: []Access{a.All()}, Ins: []Access{a.All()}})
+	assert.EqualError(t, k.Finish(), `kernel x: unknown collective kind "gather_all" (kinds: all_reduce, all_gather, reduce_scatter, all_to_all, send, recv, broadcast)`)
 }

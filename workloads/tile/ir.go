@@ -226,12 +226,49 @@ type Op struct {
 // ...) over the cores in Group. The chips-and-instances work expands it;
 // this version of the scheduler rejects it.
 type Collective struct {
+	// Kind is one of CollectiveKinds.
 	Kind  string
 	Outs  []Access
 	Ins   []Access
 	Group []int
 	OpID  int32
 	Pos   Pos
+	// kindPos is the kind's word in the text form.
+	kindPos Pos
+}
+
+// The kinds of collective.
+const (
+	// AllReduce leaves in every core's output the reduction (sum) of all
+	// the cores' inputs.
+	AllReduce = "all_reduce"
+	// AllGather leaves in every core's output the concatenation of all
+	// the cores' inputs.
+	AllGather = "all_gather"
+	// ReduceScatter reduces the cores' inputs and leaves one slice of the
+	// result in each core's output.
+	ReduceScatter = "reduce_scatter"
+	// AllToAll sends slice j of core i's input to slice i of core j's
+	// output.
+	AllToAll = "all_to_all"
+	// Send and Recv move a tile from one core of the group to another.
+	Send = "send"
+	Recv = "recv"
+	// Broadcast copies the first core's input to every core's output.
+	Broadcast = "broadcast"
+)
+
+// CollectiveKinds lists the kinds a Collective may have.
+var CollectiveKinds = []string{AllReduce, AllGather, ReduceScatter, AllToAll, Send, Recv, Broadcast}
+
+// IsCollectiveKind reports whether kind is one of CollectiveKinds.
+func IsCollectiveKind(kind string) bool {
+	for _, k := range CollectiveKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
 }
 
 func (*Loop) stmt()       {}

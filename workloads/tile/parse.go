@@ -490,7 +490,7 @@ func (p *parser) collective(stmts *[]Stmt) error {
 	ct := p.take()
 	kt := p.take()
 	if kt.kind != tIdent {
-		return p.errAt(kt, "expected a collective kind (all_reduce, all_gather, reduce_scatter, all_to_all), got %q", kt.text)
+		return p.errAt(kt, "expected a collective kind (%s), got %q", strings.Join(CollectiveKinds, ", "), kt.text)
 	}
 	ops, err := p.operands()
 	if err != nil {
@@ -499,7 +499,7 @@ func (p *parser) collective(stmts *[]Stmt) error {
 	if len(ops) < 2 {
 		return p.errAt(kt, "collective %s takes an output and at least one input", kt.text)
 	}
-	c := &Collective{Kind: kt.text, Outs: ops[:1], Ins: ops[1:], Pos: Pos{p.line, ct.col}}
+	c := &Collective{Kind: kt.text, Outs: ops[:1], Ins: ops[1:], Pos: Pos{p.line, ct.col}, kindPos: Pos{p.line, kt.col}}
 	for p.peek().kind != tEOL {
 		at := p.take()
 		if err := p.expect("="); err != nil {

@@ -242,6 +242,9 @@ func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := k.CheckRunnable(); err != nil {
+		return nil, nil, err
+	}
 	p, err := compile(cfg, k, map[isa.Memory][]string{isa.MemSBUF: {"hardware.core.sbuf.partition_kib"},
 		isa.MemPSUM: {"hardware.core.psum.partition_kib"}, isa.MemHBM: {"hardware.chip.hbm.stack_gib"}})
 	if err != nil {

@@ -316,8 +316,20 @@ func (c *checker) op(op *Op) error {
 	if len(op.Ins) < info.MinIn || len(op.Ins) > info.NumIn {
 		return c.k.errAt(op.Pos, "%s takes %d to %d input(s), got %d", where, info.MinIn, info.NumIn, len(op.Ins))
 	}
+	epos := op.enginePos
+	if epos.Line == 0 {
+		epos = op.Pos
+	}
 	if !op.Any && !op.Opcode.RunsOn(op.Engine) {
-		return c.k.errAt(op.Pos, "%s cannot run on %s (it runs on %s)", where, op.Engine, engineList(op.Opcode))
+		return c.k.errAt(epos, "%s cannot run on %s (it runs on %s)", where, op.Engine, engineList(op.Opcode))
+	}
+	if op.Any && !info.IsDMA && !anyCanRun(op.Opcode) {
+		// The scheduler gives an any compute op to VectorE, ScalarE or
+		// GpSimd: one that runs on none of them would be left out.
+		if engs := op.Opcode.EnginesOf(); len(engs) == 1 && engs[0] == isa.EngineTensor {
+			return c.k.errAt(epos, "%s runs only on TensorE; name the engine (tensor %s)", where, op.Opcode)
+		}
+		return c.k.errAt(epos, "%s runs on %s, which any does not choose; name the engine", where, engineList(op.Opcode))
 	}
 	for i := range op.Outs {
 		if err := c.access(&op.Outs[i], op.Pos, where); err != nil {
@@ -439,6 +451,51 @@ func groupText(g []string) string {
 		return g[0]
 	}
 	return "(" + strings.Join(g, " ") + ")"
+}
+
+// anyEngines are the engines the scheduler chooses among for an any
+// compute op.
+var anyEngines = []isa.Engine{isa.EngineVector, isa.EngineScalar, isa.EngineGpSimd}
+
+// anyCanRun reports whether one of anyEngines runs op.
+func anyCanRun(op isa.Opcode) bool {
+	for _, e := range anyEngines {
+		if op.RunsOn(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckRunnable reports a kernel that would schedule to no instructions
+// because it has no ops: none at all, or only collectives, which this
+// version of the scheduler does not run.
+func (k *Kernel) CheckRunnable() error {
+	if len(k.Ops) > 0 {
+		return nil
+	}
+	var first *Collective
+	var find func(stmts []Stmt)
+	find = func(stmts []Stmt) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *Collective:
+				if first == nil {
+					first = s
+				}
+			case *Loop:
+				find(s.Body)
+			case *If:
+				find(s.Then)
+				find(s.Else)
+			}
+		}
+	}
+	find(k.Body)
+	if first != nil {
+		return k.errAt(first.Pos, "collective %s: kernel %s has no instructions to run: its only ops are collectives, which this scheduler does not run yet", first.Kind, k.Name)
+	}
+	return k.errAt(k.Pos, "kernel %s has no instructions to run: it has no ops", k.Name)
 }
 
 func engineList(op isa.Opcode) string {

@@ -151,3 +151,58 @@ func TestCollectiveKinds(t *testing.T) {
 	k.Body = append(k.Body, &Collective{Kind: "gather_all", Outs: []Access{a.All()}, Ins: []Access{a.All()}})
 	assert.EqualError(t, k.Finish(), `kernel x: unknown collective kind "gather_all" (kinds: all_reduce, all_gather, reduce_scatter, all_to_all, send, recv, broadcast)`)
 }
+
+// An any op is one the scheduler can place: an opcode that only TensorE
+// runs names its engine.
+func TestAnyNeedsAnEngineTheSchedulerChooses(t *testing.T) {
+	head := "kernel x\ntile a sbuf bf16 [128, 128]\ntile ps psum fp32 [128, 128]\n"
+	tests := []struct {
+		line, want string // want "": it parses
+	}{
+		{"any load_stationary a", "k.tile:4:1: load_stationary runs only on TensorE; name the engine (tensor load_stationary)"},
+		{"any multiply_moving ps, a start stop", "k.tile:4:1: multiply_moving runs only on TensorE; name the engine (tensor multiply_moving)"},
+		{"@ls any load_stationary a", "k.tile:4:5: @ls load_stationary runs only on TensorE; name the engine (tensor load_stationary)"},
+		{"@m tensor tensor_copy a, a", "k.tile:4:4: @m tensor_copy cannot run on tensor (it runs on vector, scalar, gpsimd)"},
+		{"tensor load_stationary a", ""},
+		{"any transpose ps, a", ""},
+		{"any tensor_copy a, ps", ""},
+		{"any dma_copy a, a", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.line, func(t *testing.T) {
+			_, err := Parse(head+tc.line+"\n", "k.tile")
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}
+
+// A kernel without ops, or with collectives only, has nothing to run.
+func TestCheckRunnable(t *testing.T) {
+	tests := []struct {
+		name, src, want string // want "": runnable
+	}{
+		{"no ops", "kernel x\ntile a sbuf bf16 [128, 4]\n",
+			"k.tile:1:8: kernel x has no instructions to run: it has no ops"},
+		{"only collectives", "kernel x\ntile a hbm fp32 [4] input\ntile b hbm fp32 [4] output\nfor i in range(2):\n    collective all_reduce b, a group=[0, 1]\ncollective all_gather b, a\n",
+			"k.tile:5:5: collective all_reduce: kernel x has no instructions to run: its only ops are collectives, which this scheduler does not run yet"},
+		{"an op", "kernel x\ntile a sbuf bf16 [128, 4]\nvector memset a\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := Parse(tc.src, "k.tile")
+			require.NoError(t, err, "it parses and checks")
+			err = k.CheckRunnable()
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}

@@ -220,6 +220,8 @@ type Op struct {
 	// ID is the op's index in the kernel (set by Kernel.Finish).
 	ID  int
 	Pos Pos
+	// enginePos is the engine's word (or any) in the text form.
+	enginePos Pos
 }
 
 // Collective is a collective communication op (all-reduce, all-gather,
@@ -290,6 +292,8 @@ type Kernel struct {
 	Blocks int
 	// File names the source in messages.
 	File string
+	// Pos is the kernel's name on its kernel line.
+	Pos Pos
 }
 
 // Param is a named integer constant of the text form.

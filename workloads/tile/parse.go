@@ -50,7 +50,7 @@ func Parse(src, file string) (*Kernel, error) {
 		return nil, p.errAt(nt, "expected the kernel's name, got %q", nt.text)
 	}
 	p.k = New(nt.text)
-	p.k.File = file
+	p.k.File, p.k.Pos = file, Pos{p.line, nt.col}
 	if err := p.endOfLine(); err != nil {
 		return nil, err
 	}
@@ -556,6 +556,7 @@ func (p *parser) op(stmts *[]Stmt) error {
 		p.labels[lt.text] = op
 	}
 	et := p.take()
+	op.enginePos = Pos{p.line, et.col}
 	if et.text == "any" {
 		op.Any = true
 	} else if e, ok := isa.ParseEngine(et.text); ok {

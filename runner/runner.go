@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -175,6 +176,10 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if res.Instructions == 0 {
+		// Nothing ran: a report of zeros would read as a result.
+		return fail(noInstructions(cfg, info.Name))
+	}
 	rep, err := report.Build(cfg, info, res, Version)
 	if err != nil {
 		return nil, err
@@ -204,6 +209,20 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 		return fail(err)
 	}
 	return out, nil
+}
+
+// noInstructions is the error for a workload that lowered to no
+// instructions (a tile kernel whose ops never execute, such as one whose
+// only loop runs zero times).
+func noInstructions(cfg *configs.RunConfig, name string) error {
+	if w := cfg.Workload.Tile; cfg.Workload.Kind == "tile" && w != nil {
+		src := w.File
+		if src == "" {
+			src = "workload.tile.source"
+		}
+		return fmt.Errorf("%s: kernel %s has no instructions to run: none of its ops executes", src, name)
+	}
+	return fmt.Errorf("the %s workload %s has no instructions to run", cfg.Workload.Kind, name)
 }
 
 func unwrapPath(err error) error {
@@ -273,7 +292,16 @@ func ConfigForTile(path, preset string, sets []string) (*configs.RunConfig, erro
 		abs = path
 	}
 	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: tile\n  tile:\n    file: %q\n", preset, abs)
-	return configs.LoadBytes([]byte(yaml), path, configs.LoadOptions{Sets: sets, Generated: "implied by running a tile kernel"})
+	cfg, err := configs.LoadBytes([]byte(yaml), path, configs.LoadOptions{Sets: sets, Generated: "implied by running a tile kernel"})
+	if err != nil {
+		return nil, err
+	}
+	// The kernel's messages name the file as typed, as the config's do
+	// (the working directory does not change during a run).
+	if w := cfg.Workload.Tile; w != nil && w.File == abs {
+		w.File = path
+	}
+	return cfg, nil
 }
 
 // CheckTile schedules a tile-IR workload without simulating it — every
@@ -281,10 +309,6 @@ func ConfigForTile(path, preset string, sets []string) (*configs.RunConfig, erro
 // returns the kernel's canonical text with a summary of the schedule.
 func CheckTile(cfg *configs.RunConfig) (string, error) {
 	prog, _, err := workloads.Lower(cfg)
-	if err != nil {
-		return "", err
-	}
-	counts, err := countStreams(prog)
 	if err != nil {
 		return "", err
 	}
@@ -301,21 +325,73 @@ func CheckTile(cfg *configs.RunConfig) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var sb strings.Builder
-	sb.WriteString(tile.String(k))
-	fmt.Fprintf(&sb, "# scheduled for %s:", cfg.Hardware.Name)
-	total := int64(0)
-	for i, src := range prog.Streams {
-		if counts[i] > 0 {
-			fmt.Fprintf(&sb, " %s %d", src.Key.Engine, counts[i])
-			total += counts[i]
-		}
+	summary, err := scheduleSummary(cfg, prog, k.Name)
+	if err != nil {
+		return "", err
 	}
-	fmt.Fprintf(&sb, " (%d instructions)\n", total)
+	return tile.String(k) + summary, nil
+}
+
+// scheduleSummary generates every stream of a scheduled program and
+// describes it: each core's instructions per engine (a DMA counted on the
+// engine that triggers it), then the buffers. A program without
+// instructions is an error, as in a run.
+func scheduleSummary(cfg *configs.RunConfig, prog *isa.Program, name string) (string, error) {
+	counts, err := countStreams(prog)
+	if err != nil {
+		return "", err
+	}
+	perCore, total := engineCounts(prog, counts)
+	if total == 0 {
+		return "", noInstructions(cfg, name)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# scheduled for %s: %s (%d instructions)\n", cfg.Hardware.Name, perCore, total)
 	for _, b := range prog.Buffers {
 		fmt.Fprintf(&sb, "#   %s\n", asm.FormatBuffer(b))
 	}
 	return sb.String(), nil
+}
+
+// engineCounts says, core by core in canonical order, how many
+// instructions each engine's stream has: "core 0: tensor 24 sync 6; core
+// 1: sync 6" ("chip 1 core 0: ..." on a program of several chips). Streams
+// and cores without instructions are left out.
+func engineCounts(prog *isa.Program, counts []int64) (string, int64) {
+	idx := make([]int, len(prog.Streams))
+	chips := map[int32]bool{}
+	for i := range idx {
+		idx[i] = i
+		chips[prog.Streams[i].Key.Chip] = true
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return prog.Streams[idx[a]].Key.Less(prog.Streams[idx[b]].Key) })
+	var cores []string
+	var cur strings.Builder
+	last := isa.StreamKey{Chip: -1}
+	total := int64(0)
+	for _, i := range idx {
+		key := prog.Streams[i].Key
+		if counts[i] == 0 {
+			continue
+		}
+		if key.Chip != last.Chip || key.Core != last.Core {
+			if cur.Len() > 0 {
+				cores = append(cores, cur.String())
+				cur.Reset()
+			}
+			if len(chips) > 1 {
+				fmt.Fprintf(&cur, "chip %d ", key.Chip)
+			}
+			fmt.Fprintf(&cur, "core %d:", key.Core)
+			last = key
+		}
+		fmt.Fprintf(&cur, " %s %d", key.Engine, counts[i])
+		total += counts[i]
+	}
+	if cur.Len() > 0 {
+		cores = append(cores, cur.String())
+	}
+	return strings.Join(cores, "; "), total
 }
 
 // countStreams generates every stream (without simulating) and counts its
@@ -346,10 +422,19 @@ func countStreams(prog *isa.Program) ([]int64, error) {
 
 // CheckLowering lowers a workload the way run does — the plan and the
 // placement of every tile — without simulating, so a working set that does
-// not fit is found by check as by run. It returns the lowering's choices.
-func CheckLowering(cfg *configs.RunConfig) (*workloads.Info, error) {
-	_, info, err := workloads.Lower(cfg)
-	return info, err
+// not fit is found by check as by run. It returns the lowering's choices
+// and, for a tile kernel, whose lowering is its schedule, the schedule's
+// summary as CheckTile gives it (every instruction generated and checked).
+func CheckLowering(cfg *configs.RunConfig) (*workloads.Info, string, error) {
+	prog, info, err := workloads.Lower(cfg)
+	if err != nil || cfg.Workload.Kind != "tile" {
+		return info, "", err
+	}
+	summary, err := scheduleSummary(cfg, prog, info.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	return info, summary, nil
 }
 
 // targetOf returns the name after a .target directive, if any, and its

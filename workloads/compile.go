@@ -38,7 +38,13 @@ func compile(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]
 	if err != nil {
 		return nil, err
 	}
-	p, err := sched.Compile(k, Target(cfg), opts)
+	tg := Target(cfg)
+	// Core numbers are checked here, where the chip is known, so the
+	// error points at the kernel's text.
+	if err := k.CheckCores(tg.Limits.CoresPerChip); err != nil {
+		return nil, err
+	}
+	p, err := sched.Compile(k, tg, opts)
 	if err != nil {
 		return nil, mapError(cfg, err, fitFields)
 	}
@@ -234,6 +240,9 @@ func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 	k, err := tile.Parse(src, name)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := k.CheckRunnable(); err != nil {
 		return nil, nil, err
 	}
 	p, err := compile(cfg, k, map[isa.Memory][]string{isa.MemSBUF: {"hardware.core.sbuf.partition_kib"},

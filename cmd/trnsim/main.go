@@ -223,16 +223,21 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 			}
 			// The same lowering run does (the plan and the placement), so
 			// what does not fit fails here too.
-			info, err := runner.CheckLowering(cfg)
+			info, schedule, err := runner.CheckLowering(cfg)
 			if err != nil {
 				return err
 			}
 			printResolved(stdout, cfg)
-			fmt.Fprintf(stdout, "\n# the workload lowers and fits %s:", cfg.Hardware.Name)
-			for _, c := range info.Choices {
-				fmt.Fprintf(stdout, " %s=%d", strings.TrimPrefix(c.Path, "workload.lowering."), c.Value)
+			fmt.Fprintf(stdout, "\n# the workload lowers and fits %s", cfg.Hardware.Name)
+			for i, c := range info.Choices {
+				sep := " "
+				if i == 0 {
+					sep = ": "
+				}
+				fmt.Fprintf(stdout, "%s%s=%d", sep, strings.TrimPrefix(c.Path, "workload.lowering."), c.Value)
 			}
 			fmt.Fprintln(stdout)
+			fmt.Fprint(stdout, schedule)
 			return nil
 		},
 	}

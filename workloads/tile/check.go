@@ -2,6 +2,7 @@ package tile
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/trnsim/trnsim/isa"
@@ -22,6 +23,10 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
 	case e.File != "":
 		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	case e.Pos.Line > 0 && e.Kernel != "":
+		return fmt.Sprintf("kernel %s: %d:%d: %s", e.Kernel, e.Pos.Line, e.Pos.Col, e.Msg)
+	case e.Pos.Line > 0:
+		return fmt.Sprintf("%d:%d: %s", e.Pos.Line, e.Pos.Col, e.Msg)
 	}
 	return fmt.Sprintf("kernel %s: %s", e.Kernel, e.Msg)
 }
@@ -38,15 +43,10 @@ const MaxTileDims = 5
 // operand counts and engines that can run each opcode. Sizes that depend on
 // loop variables are checked when the scheduler executes the op.
 func (k *Kernel) Check() error {
-	names := map[string]bool{}
+	if err := k.checkNames(); err != nil {
+		return err
+	}
 	for _, t := range k.Tiles {
-		if !validName(t.Name) {
-			return k.errAt(t.Pos, "tile name %q: use letters, digits and _ (not starting with a digit)", t.Name)
-		}
-		if names[t.Name] {
-			return k.errAt(t.Pos, "tile %s is declared twice", t.Name)
-		}
-		names[t.Name] = true
 		if len(t.Shape) == 0 || len(t.Shape) > MaxTileDims {
 			return k.errAt(t.Pos, "tile %s has %d dimensions; tiles have 1 to %d", t.Name, len(t.Shape), MaxTileDims)
 		}
@@ -74,16 +74,6 @@ func (k *Kernel) Check() error {
 			return k.errAt(t.Pos, "tile %s: part=%d out of range", t.Name, t.PartStart)
 		}
 	}
-	vars := map[string]bool{}
-	for _, v := range k.Vars {
-		if vars[v.Name] {
-			return k.errAt(Pos{}, "loop variable %s is used by two loops; give each loop its own", v.Name)
-		}
-		if names[v.Name] {
-			return k.errAt(Pos{}, "loop variable %s has the name of a tile", v.Name)
-		}
-		vars[v.Name] = true
-	}
 	c := checker{k: k, inScope: map[*Var]bool{}, tiles: map[*Tile]bool{}, ops: map[*Op]bool{}}
 	for _, op := range k.Ops {
 		c.ops[op] = true
@@ -94,6 +84,114 @@ func (k *Kernel) Check() error {
 		}
 	}
 	return c.stmts(k.Body, false)
+}
+
+// named is a parameter, tile or loop variable, for the name checks.
+type named struct {
+	what string // "parameter", "tile" or "loop variable"
+	name string
+	pos  Pos
+}
+
+// checkNames checks that the names of parameters, tiles and loop
+// variables are valid and unique in the whole kernel (the text form prints
+// parameters and tiles before the loops, so a name reused in another scope
+// would not parse back). A clash is reported at the later declaration.
+func (k *Kernel) checkNames() error {
+	var all []named
+	for _, p := range k.Params {
+		all = append(all, named{"parameter", p.Name, p.Pos})
+	}
+	for _, t := range k.Tiles {
+		if !validName(t.Name) {
+			return k.errAt(t.Pos, "tile name %q: use letters, digits and _ (not starting with a digit)", t.Name)
+		}
+		all = append(all, named{"tile", t.Name, t.Pos})
+	}
+	for _, v := range k.Vars {
+		if !validName(v.Name) {
+			return k.errAt(v.Pos, "loop variable name %q: use letters, digits and _ (not starting with a digit)", v.Name)
+		}
+		all = append(all, named{"loop variable", v.Name, v.Pos})
+	}
+	// In text order; a kernel built in Go has no positions and keeps the
+	// order above.
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i].pos, all[j].pos
+		return a.Line < b.Line || (a.Line == b.Line && a.Col < b.Col)
+	})
+	first := map[string]named{}
+	for _, n := range all {
+		f, dup := first[n.name]
+		if !dup {
+			first[n.name] = n
+			continue
+		}
+		at := ""
+		if f.pos.Line > 0 {
+			at = " at " + f.pos.String()
+		}
+		switch {
+		case n.what == "tile" && f.what == "tile":
+			return k.errAt(n.pos, "tile %s is declared twice (first%s)", n.name, at)
+		case n.what == "loop variable" && f.what == "loop variable":
+			return k.errAt(n.pos, "loop variable %s is used by two loops (the other%s); give each loop its own", n.name, at)
+		}
+		return k.errAt(n.pos, "%s %s has the name of a %s%s; names are unique in the whole kernel", n.what, n.name, f.what, at)
+	}
+	return nil
+}
+
+// CheckCores checks the kernel's core numbers against a chip of n
+// NeuronCores: the core= of every SBUF/PSUM tile declared outside the
+// cores loops, and the bounds of each cores loop, which must be constants
+// within the chip's cores.
+func (k *Kernel) CheckCores(n int) error {
+	inCores := map[*Tile]bool{}
+	var walk func(stmts []Stmt, cores bool) error
+	walk = func(stmts []Stmt, cores bool) error {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *Loop:
+				in := cores || s.Kind == Cores
+				if s.Kind == Cores {
+					lo, ok1 := s.Start.Static()
+					hi, ok2 := s.Stop.Static()
+					if !ok1 || !ok2 || lo < 0 || hi > int64(n) {
+						return k.errAt(s.Pos, "for %s cores: a cores loop needs constant bounds within the chip's %d cores", s.Var.Name, n)
+					}
+				}
+				for _, t := range s.Tiles {
+					inCores[t] = in
+				}
+				if err := walk(s.Body, in); err != nil {
+					return err
+				}
+			case *If:
+				if err := walk(s.Then, cores); err != nil {
+					return err
+				}
+				if err := walk(s.Else, cores); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(k.Body, false); err != nil {
+		return err
+	}
+	for _, t := range k.Tiles {
+		if !t.Mem.OnChip() || inCores[t] || (t.Core >= 0 && t.Core < n) {
+			continue
+		}
+		pos := t.corePos
+		if pos.Line == 0 {
+			pos = t.Pos
+		}
+		return k.errAt(pos, "tile %s: core %d does not exist (the chip has %d)", t.Name, t.Core, n)
+	}
+	return nil
 }
 
 type checker struct {
@@ -159,6 +257,13 @@ func (c *checker) stmts(stmts []Stmt, inCores bool) error {
 				return err
 			}
 		case *Collective:
+			if !IsCollectiveKind(s.Kind) {
+				pos := s.kindPos
+				if pos.Line == 0 {
+					pos = s.Pos
+				}
+				return c.k.errAt(pos, "unknown collective kind %q (kinds: %s)", s.Kind, strings.Join(CollectiveKinds, ", "))
+			}
 			for _, a := range append(append([]Access(nil), s.Outs...), s.Ins...) {
 				if err := c.access(&a, s.Pos, "collective "+s.Kind); err != nil {
 					return err
@@ -211,8 +316,20 @@ func (c *checker) op(op *Op) error {
 	if len(op.Ins) < info.MinIn || len(op.Ins) > info.NumIn {
 		return c.k.errAt(op.Pos, "%s takes %d to %d input(s), got %d", where, info.MinIn, info.NumIn, len(op.Ins))
 	}
+	epos := op.enginePos
+	if epos.Line == 0 {
+		epos = op.Pos
+	}
 	if !op.Any && !op.Opcode.RunsOn(op.Engine) {
-		return c.k.errAt(op.Pos, "%s cannot run on %s (it runs on %s)", where, op.Engine, engineList(op.Opcode))
+		return c.k.errAt(epos, "%s cannot run on %s (it runs on %s)", where, op.Engine, engineList(op.Opcode))
+	}
+	if op.Any && !info.IsDMA && !anyCanRun(op.Opcode) {
+		// The scheduler gives an any compute op to VectorE, ScalarE or
+		// GpSimd: one that runs on none of them would be left out.
+		if engs := op.Opcode.EnginesOf(); len(engs) == 1 && engs[0] == isa.EngineTensor {
+			return c.k.errAt(epos, "%s runs only on TensorE; name the engine (tensor %s)", where, op.Opcode)
+		}
+		return c.k.errAt(epos, "%s runs on %s, which any does not choose; name the engine", where, engineList(op.Opcode))
 	}
 	for i := range op.Outs {
 		if err := c.access(&op.Outs[i], op.Pos, where); err != nil {
@@ -278,6 +395,9 @@ func (c *checker) access(a *Access, pos Pos, where string) error {
 			return c.k.errAt(pos, "%s: only HBM accesses are rearranged (%s is in %s)", where, t.Name, t.Mem)
 		}
 		if err := a.Rearrange.check(); err != nil {
+			if a.Rearrange.Pos.Line > 0 {
+				pos = a.Rearrange.Pos
+			}
 			return c.k.errAt(pos, "%s: %s: %v", where, t.Name, err)
 		}
 	}
@@ -302,13 +422,18 @@ func (r *Rearrange) check() error {
 			return fmt.Errorf("each group needs the sizes of all its factors but one: %s", groupText(g))
 		}
 	}
-	if len(r.Out) != len(seen) {
-		return fmt.Errorf("the output names %d factors, the input %d", len(r.Out), len(seen))
-	}
+	out := map[string]bool{}
 	for _, n := range r.Out {
 		if !seen[n] {
 			return fmt.Errorf("output factor %s is not in the input", n)
 		}
+		if out[n] {
+			return fmt.Errorf("output factor %s appears twice", n)
+		}
+		out[n] = true
+	}
+	if len(r.Out) != len(seen) {
+		return fmt.Errorf("the output names %d factors, the input %d", len(r.Out), len(seen))
 	}
 	for n, v := range r.Sizes {
 		if !seen[n] {
@@ -326,6 +451,51 @@ func groupText(g []string) string {
 		return g[0]
 	}
 	return "(" + strings.Join(g, " ") + ")"
+}
+
+// anyEngines are the engines the scheduler chooses among for an any
+// compute op.
+var anyEngines = []isa.Engine{isa.EngineVector, isa.EngineScalar, isa.EngineGpSimd}
+
+// anyCanRun reports whether one of anyEngines runs op.
+func anyCanRun(op isa.Opcode) bool {
+	for _, e := range anyEngines {
+		if op.RunsOn(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckRunnable reports a kernel that would schedule to no instructions
+// because it has no ops: none at all, or only collectives, which this
+// version of the scheduler does not run.
+func (k *Kernel) CheckRunnable() error {
+	if len(k.Ops) > 0 {
+		return nil
+	}
+	var first *Collective
+	var find func(stmts []Stmt)
+	find = func(stmts []Stmt) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *Collective:
+				if first == nil {
+					first = s
+				}
+			case *Loop:
+				find(s.Body)
+			case *If:
+				find(s.Then)
+				find(s.Else)
+			}
+		}
+	}
+	find(k.Body)
+	if first != nil {
+		return k.errAt(first.Pos, "collective %s: kernel %s has no instructions to run: its only ops are collectives, which this scheduler does not run yet", first.Kind, k.Name)
+	}
+	return k.errAt(k.Pos, "kernel %s has no instructions to run: it has no ops", k.Name)
 }
 
 func engineList(op isa.Opcode) string {

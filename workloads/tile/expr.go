@@ -53,6 +53,8 @@ type Var struct {
 	// Index is the variable's slot in an evaluation environment, assigned
 	// by the kernel.
 	Index int
+	// Pos is the variable's name in its loop's line (0 when built in Go).
+	Pos Pos
 }
 
 // C returns a constant.
@@ -283,12 +285,26 @@ func (e Expr) Vars(fn func(*Var)) {
 var opText = map[opKind]string{kAdd: "+", kSub: "-", kMul: "*", kDiv: "//", kMod: "%",
 	kEq: "==", kNe: "!=", kLt: "<", kLe: "<=", kGt: ">", kGe: ">=", kAnd: "and", kOr: "or"}
 
-// precedence of binary operators (higher binds tighter), as the parser
-// reads them.
-var opPrec = map[opKind]int{kOr: 1, kAnd: 2, kEq: 3, kNe: 3, kLt: 3, kLe: 3, kGt: 3, kGe: 3,
-	kAdd: 4, kSub: 4, kMul: 5, kDiv: 5, kMod: 5}
+// Precedence levels as the parser reads them (higher binds tighter): or,
+// and, the prefix not, comparisons (which do not chain), + -, * // %, the
+// prefix -, and atoms (numbers, names, min/max/cdiv calls, parentheses).
+const (
+	precOr = 1 + iota
+	precAnd
+	precNot
+	precCmp
+	precSum
+	precProduct
+	precUnary
+	precAtom
+)
 
-// String prints e in the text form, with the parentheses it needs.
+var opPrec = map[opKind]int{kOr: precOr, kAnd: precAnd, kNot: precNot,
+	kEq: precCmp, kNe: precCmp, kLt: precCmp, kLe: precCmp, kGt: precCmp, kGe: precCmp,
+	kAdd: precSum, kSub: precSum, kMul: precProduct, kDiv: precProduct, kMod: precProduct, kNeg: precUnary}
+
+// String prints e in the text form, with the parentheses it needs and no
+// more: parsing the text gives an expression that prints the same.
 func (e Expr) String() string {
 	if e.n == nil {
 		return "<unset>"
@@ -298,6 +314,8 @@ func (e Expr) String() string {
 	return sb.String()
 }
 
+// write prints n where the grammar needs an expression of precedence at
+// least outer, in parentheses when n's own is lower.
 func (n *node) write(sb *strings.Builder, outer int) {
 	switch n.kind {
 	case kConst:
@@ -305,6 +323,8 @@ func (n *node) write(sb *strings.Builder, outer int) {
 			sb.WriteString(n.name)
 			return
 		}
+		// A negative literal is parenthesised except at the top: the
+		// canonical form writes (-3) + a, not -3 + a.
 		if n.val < 0 && outer > 0 {
 			fmt.Fprintf(sb, "(%d)", n.val)
 			return
@@ -322,24 +342,37 @@ func (n *node) write(sb *strings.Builder, outer int) {
 		n.b.write(sb, 0)
 		sb.WriteString(")")
 		return
-	case kNot:
-		sb.WriteString("not ")
-		n.a.write(sb, 6)
-		return
-	case kNeg:
-		sb.WriteString("-")
-		n.a.write(sb, 6)
-		return
 	}
 	p := opPrec[n.kind]
 	if p < outer {
 		sb.WriteString("(")
 	}
-	n.a.write(sb, p)
-	sb.WriteString(" " + opText[n.kind] + " ")
-	// Left-associative: the right operand needs parentheses at equal
-	// precedence (a - (b - c)); comparisons do not chain.
-	n.b.write(sb, p+1)
+	switch n.kind {
+	case kNot:
+		// not takes a comparison or another not.
+		sb.WriteString("not ")
+		n.a.write(sb, precNot)
+	case kNeg:
+		// The parser reads - followed by a literal as a negative literal:
+		// the negation of a literal keeps its parentheses.
+		sb.WriteString("-")
+		if n.a.kind == kConst && n.a.name == "" {
+			fmt.Fprintf(sb, "(%d)", n.a.val)
+		} else {
+			n.a.write(sb, precUnary)
+		}
+	case kEq, kNe, kLt, kLe, kGt, kGe:
+		// Comparisons do not chain: both operands are sums.
+		n.a.write(sb, p+1)
+		sb.WriteString(" " + opText[n.kind] + " ")
+		n.b.write(sb, p+1)
+	default:
+		// Left-associative: the right operand needs parentheses at equal
+		// precedence (a - (b - c)).
+		n.a.write(sb, p)
+		sb.WriteString(" " + opText[n.kind] + " ")
+		n.b.write(sb, p+1)
+	}
 	if p < outer {
 		sb.WriteString(")")
 	}

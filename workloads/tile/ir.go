@@ -78,6 +78,8 @@ type Tile struct {
 	// shapeExprs are the sizes as the text form wrote them (parameters by
 	// name), for printing.
 	shapeExprs []Expr
+	// corePos is where the text form gave core= (its value).
+	corePos Pos
 	// ID is the tile's index in Kernel.Tiles.
 	ID  int
 	Pos Pos
@@ -143,6 +145,8 @@ type Rearrange struct {
 	In    [][]string
 	Out   []string
 	Sizes map[string]int64
+	// Pos is the rearrangement's '<' in the text form.
+	Pos Pos
 }
 
 // Stmt is a statement of a kernel: a *Loop, an *If, an *Op or a
@@ -216,18 +220,57 @@ type Op struct {
 	// ID is the op's index in the kernel (set by Kernel.Finish).
 	ID  int
 	Pos Pos
+	// enginePos is the engine's word (or any) in the text form.
+	enginePos Pos
 }
 
 // Collective is a collective communication op (all-reduce, all-gather,
 // ...) over the cores in Group. The chips-and-instances work expands it;
 // this version of the scheduler rejects it.
 type Collective struct {
+	// Kind is one of CollectiveKinds.
 	Kind  string
 	Outs  []Access
 	Ins   []Access
 	Group []int
 	OpID  int32
 	Pos   Pos
+	// kindPos is the kind's word in the text form.
+	kindPos Pos
+}
+
+// The kinds of collective.
+const (
+	// AllReduce leaves in every core's output the reduction (sum) of all
+	// the cores' inputs.
+	AllReduce = "all_reduce"
+	// AllGather leaves in every core's output the concatenation of all
+	// the cores' inputs.
+	AllGather = "all_gather"
+	// ReduceScatter reduces the cores' inputs and leaves one slice of the
+	// result in each core's output.
+	ReduceScatter = "reduce_scatter"
+	// AllToAll sends slice j of core i's input to slice i of core j's
+	// output.
+	AllToAll = "all_to_all"
+	// Send and Recv move a tile from one core of the group to another.
+	Send = "send"
+	Recv = "recv"
+	// Broadcast copies the first core's input to every core's output.
+	Broadcast = "broadcast"
+)
+
+// CollectiveKinds lists the kinds a Collective may have.
+var CollectiveKinds = []string{AllReduce, AllGather, ReduceScatter, AllToAll, Send, Recv, Broadcast}
+
+// IsCollectiveKind reports whether kind is one of CollectiveKinds.
+func IsCollectiveKind(kind string) bool {
+	for _, k := range CollectiveKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
 }
 
 func (*Loop) stmt()       {}
@@ -249,6 +292,8 @@ type Kernel struct {
 	Blocks int
 	// File names the source in messages.
 	File string
+	// Pos is the kernel's name on its kernel line.
+	Pos Pos
 }
 
 // Param is a named integer constant of the text form.

@@ -50,7 +50,7 @@ func Parse(src, file string) (*Kernel, error) {
 		return nil, p.errAt(nt, "expected the kernel's name, got %q", nt.text)
 	}
 	p.k = New(nt.text)
-	p.k.File = file
+	p.k.File, p.k.Pos = file, Pos{p.line, nt.col}
 	if err := p.endOfLine(); err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func (p *parser) tile(loop *Loop) error {
 			if v < 0 || v > 1<<16 {
 				return p.errAt(vt, "core %d out of range", v)
 			}
-			t.Core = int(v)
+			t.Core, t.corePos = int(v), Pos{p.line, vt.col}
 		case "at":
 			if v < 0 {
 				return p.errAt(vt, "at must not be negative")
@@ -392,6 +392,7 @@ func (p *parser) forLoop(indent int, outer *Loop, stmts *[]Stmt) error {
 		break
 	}
 	l := &Loop{Var: p.k.Var(vt.text), Step: C(1), Pos: Pos{p.line, ft.col}}
+	l.Var.Pos = Pos{p.line, vt.col}
 	switch len(args) {
 	case 1:
 		l.Start, l.Stop = C(0), args[0]
@@ -489,7 +490,7 @@ func (p *parser) collective(stmts *[]Stmt) error {
 	ct := p.take()
 	kt := p.take()
 	if kt.kind != tIdent {
-		return p.errAt(kt, "expected a collective kind (all_reduce, all_gather, reduce_scatter, all_to_all), got %q", kt.text)
+		return p.errAt(kt, "expected a collective kind (%s), got %q", strings.Join(CollectiveKinds, ", "), kt.text)
 	}
 	ops, err := p.operands()
 	if err != nil {
@@ -498,7 +499,7 @@ func (p *parser) collective(stmts *[]Stmt) error {
 	if len(ops) < 2 {
 		return p.errAt(kt, "collective %s takes an output and at least one input", kt.text)
 	}
-	c := &Collective{Kind: kt.text, Outs: ops[:1], Ins: ops[1:], Pos: Pos{p.line, ct.col}}
+	c := &Collective{Kind: kt.text, Outs: ops[:1], Ins: ops[1:], Pos: Pos{p.line, ct.col}, kindPos: Pos{p.line, kt.col}}
 	for p.peek().kind != tEOL {
 		at := p.take()
 		if err := p.expect("="); err != nil {
@@ -555,6 +556,7 @@ func (p *parser) op(stmts *[]Stmt) error {
 		p.labels[lt.text] = op
 	}
 	et := p.take()
+	op.enginePos = Pos{p.line, et.col}
 	if et.text == "any" {
 		op.Any = true
 	} else if e, ok := isa.ParseEngine(et.text); ok {
@@ -688,8 +690,8 @@ func (p *parser) access() (Access, error) {
 
 // rearrange parses <(t p:128) m -> p t m>.
 func (p *parser) rearrange() (*Rearrange, error) {
-	p.take()
-	r := &Rearrange{Sizes: map[string]int64{}}
+	lt := p.take()
+	r := &Rearrange{Sizes: map[string]int64{}, Pos: Pos{p.line, lt.col}}
 	factor := func() (string, error) {
 		t := p.take()
 		if t.kind != tIdent {
@@ -891,6 +893,8 @@ func (p *parser) float() (float64, error) {
 }
 
 // Expressions: or < and < not < comparisons < + - < * // % < unary -.
+// The parser keeps the tree as written (no folding), so printing it gives
+// the text back.
 
 func (p *parser) expr() (Expr, error) { return p.orExpr() }
 
@@ -900,7 +904,7 @@ func (p *parser) orExpr() (Expr, error) {
 		p.take()
 		var b Expr
 		if b, err = p.andExpr(); err == nil {
-			a = a.Or(b)
+			a = Expr{&node{kind: kOr, a: a.n, b: b.n}}
 		}
 	}
 	return a, err
@@ -912,7 +916,7 @@ func (p *parser) andExpr() (Expr, error) {
 		p.take()
 		var b Expr
 		if b, err = p.notExpr(); err == nil {
-			a = a.And(b)
+			a = Expr{&node{kind: kAnd, a: a.n, b: b.n}}
 		}
 	}
 	return a, err
@@ -979,20 +983,20 @@ func (p *parser) mulExpr() (Expr, error) {
 
 func (p *parser) unary() (Expr, error) {
 	if p.is("-") {
-		t := p.take()
+		p.take()
 		if n := p.peek(); n.kind == tInt {
 			p.take()
-			v, err := strconv.ParseInt(n.text, 10, 64)
+			// Parsed with its sign, so the smallest integer is a literal.
+			v, err := strconv.ParseInt("-"+n.text, 10, 64)
 			if err != nil {
-				return Expr{}, p.errAt(n, "integer %s out of range", n.text)
+				return Expr{}, p.errAt(n, "integer -%s out of range", n.text)
 			}
-			return C(-v), nil
+			return C(v), nil
 		}
 		e, err := p.unary()
 		if err != nil {
 			return e, err
 		}
-		_ = t
 		return Expr{&node{kind: kNeg, a: e.n}}, nil
 	}
 	return p.atom()

@@ -3,6 +3,7 @@ package workloads
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -69,16 +70,54 @@ func fitError(cfg *configs.RunConfig, fe *sched.FitError, fields []string) error
 	mem := strings.ToUpper(fe.Mem.String())
 	var msg string
 	if fe.Mem == isa.MemHBM {
-		msg = fmt.Sprintf("the %s kernel's tensors do not fit one chip's HBM: they need %.1f GiB, the chip has %.1f GiB (at tensor %s)",
-			fe.Kernel, float64(fe.Needed)/(1<<30), float64(fe.Available)/(1<<30), fe.Tile)
+		msg = fmt.Sprintf("the %s kernel's tensors do not fit one chip's HBM: they need %s, the chip has %s (at tensor %s)",
+			fe.Kernel, sizeGiB(fe.Needed), sizeGiB(fe.Available), fe.Tile)
 	} else {
-		msg = fmt.Sprintf("the %s kernel's working set does not fit %s: %s needs %.1f KiB per partition, more than %s's %.1f KiB",
-			fe.Kernel, mem, fe.Tile, float64(fe.Needed)/1024, mem, float64(fe.Available)/1024)
+		what := fe.Tile // a kernel's words, or the name of the scheduler's tile
+		if !strings.Contains(what, " ") {
+			what = "tile " + what
+		}
+		msg = fmt.Sprintf("the %s kernel's working set does not fit %s: it needs %s per partition (placing %s), more than %s's %s",
+			fe.Kernel, mem, bytesText(fe.Needed), what, mem, bytesText(fe.Available))
+	}
+	// The tensor sizes are alike: one given by --set, the user's latest
+	// change, is blamed before those of the file. On chip, fields go in
+	// order (the memory, then the blocks, the buffers, the shape).
+	if fe.Mem == isa.MemHBM {
+		for _, f := range fields {
+			if src, ok := cfg.Sources[f]; ok && src.File == configs.SetFile {
+				return cfg.FieldError(f, "%s", msg)
+			}
+		}
 	}
 	if path, ok := cfg.UserSet(fields...); ok {
 		return cfg.FieldError(path, "%s", msg)
 	}
 	return cfg.FieldError("workload.kind", "%s", msg)
+}
+
+// bytesText prints bytes in KiB, or in MiB, GiB or TiB when they are at least
+// a thousand of the smaller unit; a size that saturated an int64 is "more
+// than 8 EiB".
+func bytesText(b int64) string {
+	if b == math.MaxInt64 {
+		return "more than 8 EiB"
+	}
+	v, units := float64(b)/1024, []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := 0
+	for v >= 1000 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// sizeGiB prints bytes in GiB (HBM capacities), as bytesText does past 8 EiB.
+func sizeGiB(b int64) string {
+	if b == math.MaxInt64 {
+		return "more than 8 EiB"
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }
 
 var gemmFit = map[isa.Memory][]string{

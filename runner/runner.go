@@ -128,6 +128,12 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if cfg.Workload.Kind == "assembly" {
+		// What check finds, run finds first, located in the file.
+		if err := validateAssembly(cfg, prog); err != nil {
+			return fail(err)
+		}
+	}
 	if o := set.get(roleAsm); o != nil {
 		if err := asm.Print(o.w, prog); err != nil {
 			return fail(fmt.Errorf("%s: writing %s: %w", o.label, o.path, err))
@@ -229,23 +235,20 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 		return nil, fmt.Errorf("--preset %s: unknown preset %q (presets: %s)", preset, preset, strings.Join(configs.PresetNames(), ", "))
 	}
 	if preset == "" {
-		target, line := targetOf(string(data))
+		target, line, col := asm.Directive(string(data), ".target")
 		if target != "" && !configs.IsPreset(target) {
-			return nil, fmt.Errorf("%s:%d: .target %s: unknown preset %q (presets: %s)", path, line, target, target, strings.Join(configs.PresetNames(), ", "))
+			return nil, fmt.Errorf("%s:%d:%d: .target %s: unknown preset %q (presets: %s)", path, line, col, target, target, strings.Join(configs.PresetNames(), ", "))
 		}
 		preset = target
 	}
 	if preset == "" {
 		preset = "trn2"
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
 	// A run config written here, not by the user: its errors name the
 	// --set or the field, never a line (which would point into the
-	// assembly file).
-	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: assembly\n  assembly:\n    file: %q\n", preset, abs)
+	// assembly file). The file is named relative to the config, which is
+	// named path, so that errors name it as the user did.
+	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: assembly\n  assembly:\n    file: %q\n", preset, filepath.Base(path))
 	cfg, err := configs.LoadBytes([]byte(yaml), path, configs.LoadOptions{Sets: sets, Generated: "implied by running an assembly file"})
 	if err != nil {
 		return nil, err
@@ -268,11 +271,7 @@ func ConfigForTile(path, preset string, sets []string) (*configs.RunConfig, erro
 	if preset == "" {
 		preset = "trn2"
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: tile\n  tile:\n    file: %q\n", preset, abs)
+	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: tile\n  tile:\n    file: %q\n", preset, filepath.Base(path))
 	return configs.LoadBytes([]byte(yaml), path, configs.LoadOptions{Sets: sets, Generated: "implied by running a tile kernel"})
 }
 
@@ -352,18 +351,6 @@ func CheckLowering(cfg *configs.RunConfig) (*workloads.Info, error) {
 	return info, err
 }
 
-// targetOf returns the name after a .target directive, if any, and its
-// line.
-func targetOf(src string) (string, int) {
-	for i, line := range strings.Split(src, "\n") {
-		f := strings.Fields(strings.SplitN(line, ";", 2)[0])
-		if len(f) >= 2 && f[0] == ".target" {
-			return f[1], i + 1
-		}
-	}
-	return "", 0
-}
-
 // CheckAssembly validates an assembly workload (from a file or inline) —
 // every buffer and instruction against the hardware's limits — and returns
 // the canonical text.
@@ -372,14 +359,20 @@ func CheckAssembly(cfg *configs.RunConfig) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := cfg.Workload.Assembly.File
-	if name == "" {
-		name = "workload.assembly.source"
+	if err := validateAssembly(cfg, prog); err != nil {
+		return "", err
 	}
+	return asm.String(prog)
+}
+
+// validateAssembly checks an assembly program's buffers and instructions
+// against the hardware's limits, as the simulator would, and locates the
+// first error as FILE:LINE:COL at the token it is about.
+func validateAssembly(cfg *configs.RunConfig, prog *isa.Program) error {
 	lim := cfg.Hardware.Limits()
 	for _, b := range prog.Buffers {
 		if err := lim.CheckBuffer(b); err != nil {
-			return "", fmt.Errorf("%s:%d: %v", name, b.Line, err)
+			return asmError(cfg, b.Line, "", err)
 		}
 	}
 	for _, src := range prog.Streams {
@@ -387,17 +380,38 @@ func CheckAssembly(cfg *configs.RunConfig) (string, error) {
 		for {
 			in, err := st.Next()
 			if err != nil {
-				return "", err
+				return err
 			}
 			if in == nil {
 				break
 			}
 			if err := lim.Check(in); err != nil {
-				return "", fmt.Errorf("%s:%d: %s: %v", name, in.Line, asm.FormatInstruction(prog, in), err)
+				return asmError(cfg, int(in.Line), asm.FormatInstruction(prog, in)+": ", err)
 			}
 		}
 	}
-	return asm.String(prog)
+	return nil
+}
+
+// asmError names the assembly source and locates err in line of it:
+// "kernel.asm:12:30: " (what, then err). The source is read again: the
+// program keeps no columns.
+func asmError(cfg *configs.RunConfig, line int, what string, err error) error {
+	a := cfg.Workload.Assembly
+	name, src := a.File, a.Source
+	if name == "" {
+		name = "workload.assembly.source"
+	} else if data, rerr := os.ReadFile(name); rerr == nil {
+		src = string(data)
+	}
+	if line <= 0 {
+		return fmt.Errorf("%s: %s%w", name, what, err)
+	}
+	text := ""
+	if lines := strings.Split(src, "\n"); line <= len(lines) {
+		text = lines[line-1]
+	}
+	return fmt.Errorf("%s:%d:%d: %s%w", name, line, asm.ErrorColumn(text, err), what, err)
 }
 
 // Describe is chip.Describe, re-exported for the CLI.

@@ -103,7 +103,8 @@ func parseAssembly(cfg *configs.RunConfig, src, path string) (*isa.Program, *Inf
 		return nil, nil, err
 	}
 	if prog.Target != "" && prog.Target != cfg.Hardware.Name && prog.Target != cfg.Hardware.Preset {
-		return nil, nil, fmt.Errorf("%s: the program targets %s but the hardware is %s (change .target or hardware.preset)", path, prog.Target, cfg.Hardware.Name)
+		_, line, col := asm.Directive(src, ".target")
+		return nil, nil, fmt.Errorf("%s:%d:%d: the program targets %s but the hardware is %s (change .target or hardware.preset)", path, line, col, prog.Target, cfg.Hardware.Name)
 	}
 	info := &Info{Name: cfg.Workload.Name, Kind: "assembly", DType: isa.BF16}
 	if info.Name == "" {

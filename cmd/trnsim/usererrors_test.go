@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,6 +81,82 @@ func TestHugeLoweringValuesNameTheField(t *testing.T) {
 		for _, cmd := range []string{"run", "check"} {
 			t.Run(cmd+" "+tc.name, func(t *testing.T) {
 				assertOneError(t, dir, append([]string{cmd}, tc.args...), tc.want)
+			})
+		}
+	}
+}
+
+// Every assembly error a user can cause, found by the parser or by the
+// limits check that check and run share, is located FILE:LINE:COL at the
+// token it is about, the file named as the user named it.
+func TestAssemblyErrorsAreLocated(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	const hdr = ".version 1\n.target trn2\n.buffer a sbuf fp32 [128, 64]\n.buffer h hbm fp32 [128, 64]\n.buffer p psum fp32 [128, 512]\n.buffer b sbuf bf16 [128, 128]\n"
+	cases := []struct {
+		name, src string
+		preset    string
+		want      string // after "trnsim: k.asm:"
+	}{
+		// The parser.
+		{"empty file", "", "", `1:1: missing ".version 1" header`},
+		{"no header", ".buffer a sbuf fp32 [128, 64]\n", "", `1:1: missing ".version 1" header before .buffer`},
+		{"bad character", ".version 1\nvector memset a $\n", "", `2:17: unexpected character '$'`},
+		{"unknown directive", ".version 1\n.tgt trn2\n", "", `2:1: unknown directive ".tgt"`},
+		{"unknown engine", hdr + "matrix memset a\n", "", `7:1: unknown engine "matrix"`},
+		{"unknown opcode", hdr + "vector frobnicate a\n", "", `7:8: unknown opcode "frobnicate"`},
+		{"unknown buffer", hdr + "vector memset zz value=1\n", "", `7:15: unknown buffer "zz"`},
+		{"slice out of range", hdr + "vector memset a[0:128, 0:100] value=1\n", "", `7:15: slice 0:100 out of range for dimension 1 of a (size 64)`},
+		{"unknown dtype", hdr + ".buffer c sbuf fp99 [128, 64]\n", "", `7:16: unknown dtype "fp99"`},
+		{"attribute not taken", hdr + "vector memset a value=1 queue=3\n", "", `7:25: memset does not take attribute "queue"`},
+		{"operand count", hdr + "vector tensor_copy a\n", "", `7:8: tensor_copy takes 2 operand(s), got 1`},
+		{"wait value too big", hdr + "vector memset a value=1 wait=s1>=99999999999999999999\n", "", `7:34: wait value: "99999999999999999999" is not an integer`},
+		{"non-ASCII name", hdr + "vector memset ä value=1\n", "", `7:15: unexpected character 'ä'`},
+		// The preset.
+		{"unknown .target", ".version 1\n.target trn9\n", "", `2:9: .target trn9: unknown preset "trn9"`},
+		{".target not the hardware", ".version 1\n.target trn1\n", "trn2", `2:9: the program targets trn1 but the hardware is trn2`},
+		// The limits: buffers.
+		{"tile over the partitions", hdr + ".buffer c sbuf fp32 [256, 64]\n", "", `7:22: buffer c: partitions 0:256 outside 0:128`},
+		{"part= past the partitions", hdr + ".buffer c sbuf fp32 [64, 64] part=100\n", "", `7:35: buffer c: partitions 100:164 outside 0:128`},
+		{"too big for SBUF", hdr + ".buffer c sbuf fp32 [128, 100000]\n", "", `7:21: buffer c: bytes 512:400512 per partition do not fit sbuf`},
+		{"offset past SBUF", hdr + ".buffer c sbuf fp32 [128, 64] offset=229300\n", "", `7:38: buffer c: bytes 229300:229556 per partition do not fit sbuf`},
+		{"too big for HBM", hdr + ".buffer g hbm fp32 [100000000000, 1024]\n", "", `7:20: buffer g: bytes 32768:409600000032768 do not fit the chip's 103079215104 bytes of HBM`},
+		{"core that does not exist", hdr + ".core 0 9\n.buffer c sbuf fp32 [128, 64]\n", "", `8:9: buffer c: core 9 does not exist (config has 8 per chip)`},
+		// The limits: instructions.
+		{"unknown semaphore", hdr + "vector memset a value=1 signal=s9999999\n", "", `7:32: vector memset a value=1 signal=s9999999: semaphore s9999999 out of range (config has 256 per core)`},
+		{"second wait", hdr + "vector memset a value=1 wait=s1>=1 wait=s300>=2\n", "", `7:41: vector memset a value=1 wait=s1>=1 wait=s300>=2: semaphore s300 out of range`},
+		{"remote core", hdr + "vector memset a value=1 signal=s1@0.99\n", "", `7:32: vector memset a value=1 signal=s1@99: semaphore s1 names chip 0 core 99, which does not exist`},
+		{"indented, after a comment", hdr + "; signal=s999\n   vector memset a value=1 signal=s999 ; s1\n", "", `8:35: vector memset a value=1 signal=s999: semaphore s999 out of range`},
+		{"engine reads HBM", hdr + "vector memset h value=1\n", "", `7:15: vector memset h value=1: vector cannot access HBM directly`},
+		{"GpSimd reads PSUM", hdr + "gpsimd memset p value=1\n", "", `7:15: gpsimd memset p value=1: GpSimd cannot access PSUM`},
+		{"stationary too wide", hdr + ".buffer w sbuf fp32 [128, 50000]\ntensor matmul p, w, b start stop\n", "", `8:18: tensor load_stationary w: stationary free size 50000 exceeds 128`},
+		{"moving too wide", hdr + ".buffer w sbuf bf16 [128, 1024]\ntensor matmul p, b, w start stop\n", "", `8:21: tensor multiply_moving p, w start stop: moving free size 1024 exceeds the limit of 512`},
+		{"matmul output", hdr + "tensor matmul p, b, b[0:128, 0:64] start stop\n", "", `7:15: tensor multiply_moving p, b[0:128, 0:64] start stop: multiply_moving output free size 512 differs from moving free size 64`},
+		{"perf mode", hdr + "tensor matmul p, b, b start stop perf=2\n", "", `7:39: tensor load_stationary b perf=2: FP8 double-row mode (perf=2) takes fp8e4 or fp8e5 tiles, not bf16`},
+		{"DMA queue", hdr + "sync dma_copy a, h queue=99\n", "", `7:26: sync dma_copy a, h queue=99 dge=none: DMA queue 99 out of range (0..15)`},
+		{"DMA sizes", hdr + "sync dma_copy a[0:128, 0:32], h\n", "", `7:15: sync dma_copy a[0:128, 0:32], h queue=0 dge=none: dma_copy moves 8192 elements into 4096`},
+		{"hardware DGE on vector", hdr + "vector dma_copy a, h dge=hw\n", "", `7:26: vector dma_copy a, h queue=0 dge=hw: hardware DGE is triggered from the sync or scalar sequencer, not vector`},
+		{"hardware DGE on trn1", ".version 1\n.target trn1\n.buffer a sbuf fp32 [128, 64]\n.buffer h hbm fp32 [128, 64]\nsync dma_copy a, h dge=hw\n", "", `5:24: sync dma_copy a, h queue=0 dge=hw: hardware DGE (dge=hw) needs NeuronCore-v3 or later`},
+	}
+	for _, tc := range cases {
+		require.NoError(t, os.WriteFile("k.asm", []byte(tc.src), 0o644))
+		for _, cmd := range []string{"check", "run"} {
+			t.Run(cmd+" "+tc.name, func(t *testing.T) {
+				args := []string{cmd, "k.asm"}
+				if tc.preset != "" {
+					args = append(args, "--preset", tc.preset)
+				}
+				out := filepath.Join(dir, "out.json")
+				if cmd == "run" {
+					args = append(args, "-q", "--json", out)
+				}
+				code, stdout, stderr := trnsim(t, args...)
+				assert.Equal(t, 1, code, stderr)
+				assert.Empty(t, stdout)
+				assert.True(t, strings.HasPrefix(stderr, "trnsim: k.asm:"+tc.want), "want the prefix trnsim: k.asm:%s\ngot %s", tc.want, stderr)
+				assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
+				_, err := os.Stat(out)
+				assert.True(t, os.IsNotExist(err), "no partial output")
 			})
 		}
 	}

@@ -1,7 +1,9 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -231,8 +233,8 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 			break
 		}
 		a.File = c.ResolvePath(a.File)
-		if st, err := os.Stat(a.File); err != nil || st.IsDir() {
-			return c.errAtPath("workload.assembly.file", "%s: no such file", a.File)
+		if err := inputFile(a.File); err != nil {
+			return c.errAtPath("workload.assembly.file", "%s", err)
 		}
 	case "tile":
 		a := w.Tile
@@ -246,8 +248,8 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 			break
 		}
 		a.File = c.ResolvePath(a.File)
-		if st, err := os.Stat(a.File); err != nil || st.IsDir() {
-			return c.errAtPath("workload.tile.file", "%s: no such file", a.File)
+		if err := inputFile(a.File); err != nil {
+			return c.errAtPath("workload.tile.file", "%s", err)
 		}
 	}
 	l := &w.Lowering
@@ -270,6 +272,25 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	}
 	if l.Transpose != "" && !contains([]string{"dma", "tensor", "auto"}, l.Transpose) {
 		return c.errAtPath("workload.lowering.transpose", "must be dma, tensor or auto, got %q", l.Transpose)
+	}
+	return nil
+}
+
+// inputFile checks that a file a workload reads can be read: it exists and
+// is not a folder.
+func inputFile(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such file", path)
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: cannot read: %v", path, err)
+	case st.IsDir():
+		return fmt.Errorf("%s: is a folder, not a file", path)
 	}
 	return nil
 }

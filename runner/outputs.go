@@ -213,7 +213,8 @@ type input struct {
 	fi   os.FileInfo
 }
 
-// inputs lists the files the run reads: its config and its assembly file.
+// inputs lists the files the run reads: its config and its assembly or
+// tile kernel file.
 func inputs(cfg *configs.RunConfig) []input {
 	var ins []input
 	add := func(what, path string) {
@@ -228,6 +229,9 @@ func inputs(cfg *configs.RunConfig) []input {
 	}
 	if cfg.Workload.Kind == "assembly" && cfg.Workload.Assembly != nil {
 		add("the assembly file the run reads", cfg.Workload.Assembly.File)
+	}
+	if cfg.Workload.Kind == "tile" && cfg.Workload.Tile != nil {
+		add("the tile kernel the run reads", cfg.Workload.Tile.File)
 	}
 	if cfg.File != configs.DefaultConfigName {
 		add("the run's config file", cfg.File)

@@ -5,6 +5,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/trnsim/trnsim/isa/asm"
 	"github.com/trnsim/trnsim/report"
 	"github.com/trnsim/trnsim/workloads"
+	"github.com/trnsim/trnsim/workloads/sched"
 	"github.com/trnsim/trnsim/workloads/tile"
 )
 
@@ -179,7 +181,10 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	}
 	res, err := chip.Run(cfg, prog, chipOpts)
 	if err != nil {
-		return fail(err)
+		// An op of a kernel file that the scheduler rejects while making
+		// the streams is reported where it is written, as check reports
+		// it, not behind the stream that asked for it.
+		return fail(streamError(cfg, err))
 	}
 	rep, err := report.Build(cfg, info, res, Version)
 	if err != nil {
@@ -222,6 +227,9 @@ func unwrapPath(err error) error {
 // ConfigForAssembly builds a run config for a bare assembly file: the
 // hardware is preset (or the file's .target, or trn2), plus --set overrides.
 func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a folder, not an assembly file", path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -259,11 +267,13 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 // ConfigForTile builds a run config for a bare tile-IR kernel file: the
 // hardware is preset (or trn2), plus --set overrides.
 func ConfigForTile(path, preset string, sets []string) (*configs.RunConfig, error) {
-	if _, err := os.Stat(path); err != nil {
+	if fi, err := os.Stat(path); err != nil {
 		if os.IsNotExist(err) {
 			return nil, fmt.Errorf("%s: no such file", path)
 		}
 		return nil, fmt.Errorf("%s: cannot read: %v", path, unwrapPath(err))
+	} else if fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a folder, not a tile kernel", path)
 	}
 	if preset != "" && !configs.IsPreset(preset) {
 		return nil, fmt.Errorf("--preset %s: unknown preset %q (presets: %s)", preset, preset, strings.Join(configs.PresetNames(), ", "))
@@ -285,7 +295,7 @@ func CheckTile(cfg *configs.RunConfig) (string, error) {
 	}
 	counts, err := countStreams(prog)
 	if err != nil {
-		return "", err
+		return "", streamError(cfg, err)
 	}
 	w := cfg.Workload.Tile
 	src := w.Source
@@ -346,9 +356,30 @@ func countStreams(prog *isa.Program) ([]int64, error) {
 // CheckLowering lowers a workload the way run does — the plan and the
 // placement of every tile — without simulating, so a working set that does
 // not fit is found by check as by run. It returns the lowering's choices.
+//
+// A tile kernel's streams are made too (every instruction checked against
+// the hardware's limits), as CheckTile does: its ops are the user's.
 func CheckLowering(cfg *configs.RunConfig) (*workloads.Info, error) {
-	_, info, err := workloads.Lower(cfg)
-	return info, err
+	prog, info, err := workloads.Lower(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Workload.Kind == "tile" {
+		if _, err := countStreams(prog); err != nil {
+			return nil, streamError(cfg, err)
+		}
+	}
+	return info, nil
+}
+
+// streamError reports an error from making a kernel's streams where the
+// op is written, when it is located, not behind the stream that made it.
+func streamError(cfg *configs.RunConfig, err error) error {
+	var oe *sched.OpError
+	if errors.As(err, &oe) && oe.File != "" && oe.Pos != "" {
+		return workloads.InlineError(cfg, oe)
+	}
+	return err
 }
 
 // CheckAssembly validates an assembly workload (from a file or inline) —
@@ -411,7 +442,7 @@ func asmError(cfg *configs.RunConfig, line int, what string, err error) error {
 	if lines := strings.Split(src, "\n"); line <= len(lines) {
 		text = lines[line-1]
 	}
-	return fmt.Errorf("%s:%d:%d: %s%w", name, line, asm.ErrorColumn(text, err), what, err)
+	return workloads.InlineError(cfg, fmt.Errorf("%s:%d:%d: %s%w", name, line, asm.ErrorColumn(text, err), what, err))
 }
 
 // Describe is chip.Describe, re-exported for the CLI.

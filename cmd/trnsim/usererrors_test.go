@@ -161,3 +161,97 @@ func TestAssemblyErrorsAreLocated(t *testing.T) {
 		}
 	}
 }
+
+// A new user's mistakes with tile kernels, in a .tile file or in a run
+// config of kind tile: each is one error, located, with exit status 1 and
+// no output, from check as from run.
+func TestTileInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	files := map[string]string{
+		"empty.tile":   "",
+		"comment.tile": "# a kernel, one day\n\n",
+		"syntax.tile":  "kernel k\ntile A hbm bf16 [128 input\n",
+		"engine.tile":  "kernel k\nfrobnicate\n",
+		"unknown.tile": "kernel k\ntile A hbm bf16 [128, 64] input\ntile B hbm bf16 [128, 64] output\ntile a sbuf bf16 [128, 64]\nany dma_copy a, A\nany dma_copy B, q\n",
+		"sizes.tile":   "kernel k\ntile A hbm bf16 [128, 64] input\ntile B hbm bf16 [128, 64] output\ntile a sbuf bf16 [128, 100000]\nany dma_copy a, A\nany dma_copy B, a\n",
+		"parts.tile":   "kernel k\ntile A hbm bf16 [128, 64] input\ntile a sbuf bf16 [256, 64]\nany dma_copy a[0:128], A\n",
+		"sbuf.tile":    "kernel k\ntile A hbm bf16 [128, 64] input\ntile a sbuf bf16 [128, 120000]\nany dma_copy a[0:128, 0:64], A\n",
+		"hbm.tile":     "kernel k\ntile A hbm bf16 [100000000000, 100000] input\n",
+		// Sizes past an int64 used to wrap around and pass.
+		"hbm-wraps.tile":  "kernel k\ntile A hbm bf16 [4611686018427387904, 4611686018427387904] input\n",
+		"sbuf-wraps.tile": "kernel k\ntile A hbm bf16 [128, 64] input\ntile a sbuf bf16 [128, 4611686018427387904, 4]\nany dma_copy a[0:128, 0, 0:4], A[0:128, 0:4]\n",
+		"good.tile":       "kernel k\ntile A hbm bf16 [128, 64] input\ntile B hbm bf16 [128, 64] output\ntile a sbuf bf16 [128, 64]\nany dma_copy a, A\nany dma_copy B, a\n",
+		"both.yaml":       "hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile:\n    file: good.tile\n    source: \"kernel k\\n\"\n",
+		"neither.yaml":    "hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile: {}\n",
+		"nosection.yaml":  "hardware: {preset: trn2}\nworkload:\n  kind: tile\n",
+		"missing.yaml":    "hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile:\n    file: nope.tile\n",
+		"folder.yaml":     "hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile:\n    file: dir.tile\n",
+		"block.yaml":      "hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile:\n    source: |\n      kernel k\n      tile A hbm bf16 [128 input\n",
+		"block-op.yaml":   "hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile:\n    source: |\n      kernel k\n      tile A hbm bf16 [128, 64] input\n      tile B hbm bf16 [128, 64] output\n      tile a sbuf bf16 [128, 100000]\n      any dma_copy a, A\n      any dma_copy B, a\n",
+		"quoted.yaml":     "hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile:\n    source: \"kernel k\\ntile A hbm bf16 [128 input\\n\"\n",
+		"asm-block.yaml":  "hardware: {preset: trn2}\nworkload:\n  kind: assembly\n  assembly:\n    source: |\n        .version 1\n        .buffer a sbuf fp32 [128, 64]\n\n        vector memset a value=1 signal=s999\n",
+		"uses-good.yaml":  "hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile:\n    file: good.tile\n",
+	}
+	for name, text := range files {
+		require.NoError(t, os.WriteFile(name, []byte(text), 0o644))
+	}
+	require.NoError(t, os.Mkdir("dir.tile", 0o755))
+	sbuf := func(needs string) string {
+		return "the k kernel's working set does not fit SBUF: it needs " + needs + " per partition (placing tile a), more than SBUF's 224.0 KiB"
+	}
+	cases := []struct {
+		args []string
+		want string // after "trnsim: "
+	}{
+		{[]string{"missing.tile"}, "missing.tile: no such file"},
+		{[]string{"dir.tile"}, "dir.tile: is a folder, not a tile kernel"},
+		{[]string{"empty.tile"}, `empty.tile:1:1: a kernel starts with "kernel NAME"`},
+		{[]string{"comment.tile"}, `comment.tile:1:1: a kernel starts with "kernel NAME"`},
+		{[]string{"syntax.tile"}, `syntax.tile:2:22: expected "]", got "input"`},
+		{[]string{"engine.tile"}, `engine.tile:2:1: expected an engine (tensor, vector, scalar, gpsimd, sync or any), got "frobnicate"`},
+		{[]string{"unknown.tile"}, `unknown.tile:6:17: unknown tile "q" (declare it with tile before use)`},
+		// Found while the streams are made: run names the op, not the stream.
+		{[]string{"sizes.tile"}, "sizes.tile:5:1: any dma_copy a, A: dma_copy moves 8192 elements into 12800000"},
+		{[]string{"parts.tile"}, "parts.tile:3:6: tile a: partitions 0:256 outside the 128 partitions"},
+		{[]string{"sbuf.tile"}, "sbuf.tile:3:6: tile a: " + sbuf("234.4 KiB")},
+		{[]string{"sbuf-wraps.tile"}, "sbuf-wraps.tile:3:6: tile a: " + sbuf("more than 8 EiB")},
+		{[]string{"hbm.tile"}, "hbm.tile:2:6: tile A: the k kernel's tensors do not fit one chip's HBM: they need 18626451.5 GiB, the chip has 96.0 GiB (at tensor A)"},
+		{[]string{"hbm-wraps.tile"}, "hbm-wraps.tile:2:6: tile A: the k kernel's tensors do not fit one chip's HBM: they need more than 8 EiB, the chip has 96.0 GiB (at tensor A)"},
+		{[]string{"sbuf.tile", "--set", "hardware.core.sbuf.partition_kib=100"}, "--set hardware.core.sbuf.partition_kib=100: " + strings.Replace(sbuf("234.4 KiB"), "224.0", "100.0", 1)},
+		{[]string{"both.yaml"}, "both.yaml:6:13: workload.tile.source: give the kernel in file or in source, not both"},
+		{[]string{"good.tile", "--set", "workload.tile.source=x"}, "--set workload.tile.source=x: give the kernel in file or in source, not both"},
+		{[]string{"neither.yaml"}, "neither.yaml:4:9: workload.tile.file: required (or give the kernel in workload.tile.source)"},
+		{[]string{"nosection.yaml"}, `nosection.yaml:3:9: workload.kind: kind "tile" needs a workload.tile section`},
+		{[]string{"missing.yaml"}, "missing.yaml:5:11: workload.tile.file: nope.tile: no such file"},
+		{[]string{"folder.yaml"}, "folder.yaml:5:11: workload.tile.file: dir.tile: is a folder, not a file"},
+		// An inline kernel's errors are located in the config file.
+		{[]string{"block.yaml"}, `block.yaml:7:28: workload.tile.source: expected "]", got "input"`},
+		{[]string{"block-op.yaml"}, "block-op.yaml:10:7: workload.tile.source: any dma_copy a, A: dma_copy moves 8192 elements into 12800000"},
+		{[]string{"asm-block.yaml"}, "asm-block.yaml:9:40: workload.assembly.source: vector memset a value=1 signal=s999: semaphore s999 out of range (config has 256 per core)"},
+		// A quoted value's lines are not the file's.
+		{[]string{"quoted.yaml"}, `workload.tile.source:2:22: expected "]", got "input"`},
+	}
+	for _, tc := range cases {
+		for _, cmd := range []string{"check", "run"} {
+			t.Run(cmd+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+				assertOneError(t, dir, append([]string{cmd}, tc.args...), tc.want)
+			})
+		}
+	}
+	// The kernel a run reads is never an output.
+	for _, args := range [][]string{
+		{"run", "good.tile", "--json", "good.tile"},
+		{"run", "uses-good.yaml", "--trace", "good.tile"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := trnsim(t, args...)
+			assert.Equal(t, 1, code)
+			assert.Empty(t, stdout)
+			assert.Equal(t, "trnsim: "+args[2]+": cannot write good.tile: it is the tile kernel the run reads\n", stderr)
+			data, err := os.ReadFile("good.tile")
+			require.NoError(t, err)
+			assert.Equal(t, files["good.tile"], string(data))
+		})
+	}
+}

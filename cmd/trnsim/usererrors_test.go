@@ -255,3 +255,34 @@ func TestTileInputErrors(t *testing.T) {
 		})
 	}
 }
+
+// A lowering field that the workload's kind does not read is an error, not
+// silently ignored; its automatic zero is fine.
+func TestLoweringFieldsAKindDoesNotRead(t *testing.T) {
+	dir := t.TempDir()
+	ew := filepath.Join(dir, "ew.yaml")
+	require.NoError(t, os.WriteFile(ew, []byte("hardware: {preset: trn2}\nworkload:\n  kind: elementwise\n  elementwise: {op: exp, rows: 256, cols: 512}\n  lowering:\n    loop_order: nkm\n"), 0o644))
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"../../examples/matmul.tile", "--set", "workload.lowering.block_m=256"}, "--set workload.lowering.block_m=256: tile workloads do not read it (the kernel's tiles and loops are its own; it reads dge, dma_queues)"},
+		{[]string{"../../examples/kernel-matmul.asm", "--set", "workload.lowering.buffers=2"}, "--set workload.lowering.buffers=2: assembly workloads do not read it (the program runs as written)"},
+		{[]string{ew}, ew + ":6:17: workload.lowering.loop_order: elementwise workloads do not read it (it reads buffers, dge, dma_queues, elementwise_free)"},
+		{[]string{"--set", "workload.lowering.elementwise_free=256"}, "--set workload.lowering.elementwise_free=256: gemm workloads do not read it (it is for elementwise workloads)"},
+	}
+	for _, tc := range cases {
+		for _, cmd := range []string{"check", "run"} {
+			t.Run(cmd+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+				assertOneError(t, dir, append([]string{cmd}, tc.args...), tc.want)
+			})
+		}
+	}
+	for _, args := range [][]string{
+		{"check", "../../examples/matmul.tile", "--set", "workload.lowering.dma_queues=2", "--set", "workload.lowering.block_m=0"},
+		{"check", "--set", "workload.lowering.elementwise_free=0"},
+	} {
+		code, _, stderr := trnsim(t, args...)
+		assert.Equal(t, 0, code, stderr)
+	}
+}

@@ -1,7 +1,9 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -231,8 +233,8 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 			break
 		}
 		a.File = c.ResolvePath(a.File)
-		if st, err := os.Stat(a.File); err != nil || st.IsDir() {
-			return c.errAtPath("workload.assembly.file", "%s: no such file", a.File)
+		if err := inputFile(a.File); err != nil {
+			return c.errAtPath("workload.assembly.file", "%s", err)
 		}
 	case "tile":
 		a := w.Tile
@@ -246,9 +248,12 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 			break
 		}
 		a.File = c.ResolvePath(a.File)
-		if st, err := os.Stat(a.File); err != nil || st.IsDir() {
-			return c.errAtPath("workload.tile.file", "%s: no such file", a.File)
+		if err := inputFile(a.File); err != nil {
+			return c.errAtPath("workload.tile.file", "%s", err)
 		}
+	}
+	if err := c.checkLoweringUse(); err != nil {
+		return err
 	}
 	l := &w.Lowering
 	if l.DGE != "" && !contains([]string{"none", "hw", "auto"}, l.DGE) {
@@ -270,6 +275,62 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	}
 	if l.Transpose != "" && !contains([]string{"dma", "tensor", "auto"}, l.Transpose) {
 		return c.errAtPath("workload.lowering.transpose", "must be dma, tensor or auto, got %q", l.Transpose)
+	}
+	return nil
+}
+
+// loweringReads lists the workload.lowering fields each workload kind
+// reads (nil: every field but those listed in loweringNotRead).
+var loweringReads = map[string][]string{
+	"elementwise": {"buffers", "dge", "dma_queues", "elementwise_free"},
+	"tile":        {"dge", "dma_queues"},
+	"assembly":    {},
+}
+
+var loweringNotRead = map[string][]string{"gemm": {"elementwise_free"}}
+
+// checkLoweringUse rejects a lowering field that the workload's kind does
+// not read, set to anything but its automatic zero: it would be ignored
+// without a word.
+func (c *RunConfig) checkLoweringUse() error {
+	kind := c.Workload.Kind
+	reads, listed := loweringReads[kind]
+	v := reflect.ValueOf(c.Workload.Lowering)
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		name := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		if v.Field(i).IsZero() || (listed && contains(reads, name)) || (!listed && !contains(loweringNotRead[kind], name)) {
+			continue
+		}
+		why := "it reads " + strings.Join(reads, ", ")
+		switch {
+		case kind == "assembly":
+			why = "the program runs as written"
+		case kind == "tile":
+			why = "the kernel's tiles and loops are its own; it reads " + strings.Join(reads, ", ")
+		case !listed:
+			why = "it is for elementwise workloads"
+		}
+		return c.errAtPath("workload.lowering."+name, "%s workloads do not read it (%s)", kind, why)
+	}
+	return nil
+}
+
+// inputFile checks that a file a workload reads can be read: it exists and
+// is not a folder.
+func inputFile(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: no such file", path)
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: cannot read: %v", path, err)
+	case st.IsDir():
+		return fmt.Errorf("%s: is a folder, not a file", path)
 	}
 	return nil
 }

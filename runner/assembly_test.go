@@ -29,7 +29,7 @@ func TestConfigForAssemblyErrorsNameTheSet(t *testing.T) {
 		{"hardware rule", kernel, "", []string{"hardware.chip.cores=100000"}, "--set hardware.chip.cores=100000: more than 65536 cores per chip is not supported, got 100000"},
 		{"cross-field rule", kernel, "", []string{"hardware.core.psum.banks=3"}, "--set hardware.core.psum.banks=3: 3 banks do not divide 16 KiB evenly"},
 		{"unknown --preset", kernel, "trn9", nil, `--preset trn9: unknown preset "trn9" (presets: inf2, trn1, trn2, trn3)`},
-		{"unknown .target", badTarget, "", nil, badTarget + `:3: .target trn9: unknown preset "trn9" (presets: inf2, trn1, trn2, trn3)`},
+		{"unknown .target", badTarget, "", nil, badTarget + `:3:9: .target trn9: unknown preset "trn9" (presets: inf2, trn1, trn2, trn3)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -213,7 +213,8 @@ type input struct {
 	fi   os.FileInfo
 }
 
-// inputs lists the files the run reads: its config and its assembly file.
+// inputs lists the files the run reads: its config and its assembly or
+// tile kernel file.
 func inputs(cfg *configs.RunConfig) []input {
 	var ins []input
 	add := func(what, path string) {
@@ -228,6 +229,9 @@ func inputs(cfg *configs.RunConfig) []input {
 	}
 	if cfg.Workload.Kind == "assembly" && cfg.Workload.Assembly != nil {
 		add("the assembly file the run reads", cfg.Workload.Assembly.File)
+	}
+	if cfg.Workload.Kind == "tile" && cfg.Workload.Tile != nil {
+		add("the tile kernel the run reads", cfg.Workload.Tile.File)
 	}
 	if cfg.File != configs.DefaultConfigName {
 		add("the run's config file", cfg.File)
@@ -267,6 +271,7 @@ func planOutputs(cfg *configs.RunConfig, opts Options) ([]*output, error) {
 		return nil, nil
 	}
 	ins := inputs(cfg)
+	stdout := stdoutInfo(opts.Stdout)
 	var outs []*output
 	for _, rq := range reqs {
 		o := &output{role: rq.role, label: rq.label, path: rq.path, target: rq.path}
@@ -296,9 +301,42 @@ func planOutputs(cfg *configs.RunConfig, opts Options) ([]*output, error) {
 				return nil, o.errorf("it is also the %s output", p.label)
 			}
 		}
+		// A shell's "> out.json" makes the target the run's standard output
+		// too: the summary would go into it (a device such as /dev/null
+		// takes both).
+		if stdout != nil && o.old != nil && o.old.Mode()&fs.ModeDevice == 0 && os.SameFile(o.old, stdout) {
+			hint := "give another file"
+			if o.role.stdoutOK() {
+				hint += ", or " + roleInfo[o.role].flag + " - to write it to standard output (the summary then goes to standard error)"
+			}
+			return nil, o.errorf("it is also the run's standard output (redirected there), where the summary goes, so one would corrupt the other; %s", hint)
+		}
 		outs = append(outs, o)
 	}
 	return outs, nil
+}
+
+// stdoutInfo returns what the run's standard output is (w, or os.Stdout
+// when w is nil) when it is a file, looking through writers that wrap
+// another (an Unwrap() io.Writer method); nil otherwise.
+func stdoutInfo(w io.Writer) os.FileInfo {
+	if w == nil {
+		w = os.Stdout
+	}
+	for {
+		switch v := w.(type) {
+		case *os.File:
+			fi, err := v.Stat()
+			if err != nil {
+				return nil
+			}
+			return fi
+		case interface{ Unwrap() io.Writer }:
+			w = v.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // check looks at what is at the output's path and sets its target, key,

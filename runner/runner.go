@@ -5,6 +5,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/trnsim/trnsim/isa/asm"
 	"github.com/trnsim/trnsim/report"
 	"github.com/trnsim/trnsim/workloads"
+	"github.com/trnsim/trnsim/workloads/sched"
 	"github.com/trnsim/trnsim/workloads/tile"
 )
 
@@ -129,6 +131,12 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if cfg.Workload.Kind == "assembly" {
+		// What check finds, run finds first, located in the file.
+		if err := validateAssembly(cfg, prog); err != nil {
+			return fail(err)
+		}
+	}
 	if o := set.get(roleAsm); o != nil {
 		if err := asm.Print(o.w, prog); err != nil {
 			return fail(fmt.Errorf("%s: writing %s: %w", o.label, o.path, err))
@@ -174,7 +182,10 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	}
 	res, err := chip.Run(cfg, prog, chipOpts)
 	if err != nil {
-		return fail(err)
+		// An op of a kernel file that the scheduler rejects while making
+		// the streams is reported where it is written, as check reports
+		// it, not behind the stream that asked for it.
+		return fail(streamError(cfg, err))
 	}
 	if res.Instructions == 0 {
 		// Nothing ran: a report of zeros would read as a result.
@@ -235,6 +246,9 @@ func unwrapPath(err error) error {
 // ConfigForAssembly builds a run config for a bare assembly file: the
 // hardware is preset (or the file's .target, or trn2), plus --set overrides.
 func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a folder, not an assembly file", path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -248,23 +262,20 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 		return nil, fmt.Errorf("--preset %s: unknown preset %q (presets: %s)", preset, preset, strings.Join(configs.PresetNames(), ", "))
 	}
 	if preset == "" {
-		target, line := targetOf(string(data))
+		target, line, col := asm.Directive(string(data), ".target")
 		if target != "" && !configs.IsPreset(target) {
-			return nil, fmt.Errorf("%s:%d: .target %s: unknown preset %q (presets: %s)", path, line, target, target, strings.Join(configs.PresetNames(), ", "))
+			return nil, fmt.Errorf("%s:%d:%d: .target %s: unknown preset %q (presets: %s)", path, line, col, target, target, strings.Join(configs.PresetNames(), ", "))
 		}
 		preset = target
 	}
 	if preset == "" {
 		preset = "trn2"
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
 	// A run config written here, not by the user: its errors name the
 	// --set or the field, never a line (which would point into the
-	// assembly file).
-	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: assembly\n  assembly:\n    file: %q\n", preset, abs)
+	// assembly file). The file is named relative to the config, which is
+	// named path, so that errors name it as the user did.
+	yaml := fmt.Sprintf("hardware:\n  preset: %q\nworkload:\n  kind: assembly\n  assembly:\n    file: %q\n", preset, filepath.Base(path))
 	cfg, err := configs.LoadBytes([]byte(yaml), path, configs.LoadOptions{Sets: sets, Generated: "implied by running an assembly file"})
 	if err != nil {
 		return nil, err
@@ -275,11 +286,13 @@ func ConfigForAssembly(path, preset string, sets []string) (*configs.RunConfig, 
 // ConfigForTile builds a run config for a bare tile-IR kernel file: the
 // hardware is preset (or trn2), plus --set overrides.
 func ConfigForTile(path, preset string, sets []string) (*configs.RunConfig, error) {
-	if _, err := os.Stat(path); err != nil {
+	if fi, err := os.Stat(path); err != nil {
 		if os.IsNotExist(err) {
 			return nil, fmt.Errorf("%s: no such file", path)
 		}
 		return nil, fmt.Errorf("%s: cannot read: %v", path, unwrapPath(err))
+	} else if fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a folder, not a tile kernel", path)
 	}
 	if preset != "" && !configs.IsPreset(preset) {
 		return nil, fmt.Errorf("--preset %s: unknown preset %q (presets: %s)", preset, preset, strings.Join(configs.PresetNames(), ", "))
@@ -327,7 +340,7 @@ func CheckTile(cfg *configs.RunConfig) (string, error) {
 	}
 	summary, err := scheduleSummary(cfg, prog, k.Name)
 	if err != nil {
-		return "", err
+		return "", streamError(cfg, err)
 	}
 	return tile.String(k) + summary, nil
 }
@@ -432,7 +445,7 @@ func CheckLowering(cfg *configs.RunConfig) (*workloads.Info, string, error) {
 	}
 	summary, err := scheduleSummary(cfg, prog, info.Name)
 	if err != nil {
-		return nil, "", err
+		return nil, "", streamError(cfg, err)
 	}
 	return info, summary, nil
 }
@@ -449,6 +462,16 @@ func targetOf(src string) (string, int) {
 	return "", 0
 }
 
+// streamError reports an error from making a kernel's streams where the
+// op is written, when it is located, not behind the stream that made it.
+func streamError(cfg *configs.RunConfig, err error) error {
+	var oe *sched.OpError
+	if errors.As(err, &oe) && oe.File != "" && oe.Pos != "" {
+		return workloads.InlineError(cfg, oe)
+	}
+	return err
+}
+
 // CheckAssembly validates an assembly workload (from a file or inline) —
 // every buffer and instruction against the hardware's limits — and returns
 // the canonical text.
@@ -457,14 +480,20 @@ func CheckAssembly(cfg *configs.RunConfig) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := cfg.Workload.Assembly.File
-	if name == "" {
-		name = "workload.assembly.source"
+	if err := validateAssembly(cfg, prog); err != nil {
+		return "", err
 	}
+	return asm.String(prog)
+}
+
+// validateAssembly checks an assembly program's buffers and instructions
+// against the hardware's limits, as the simulator would, and locates the
+// first error as FILE:LINE:COL at the token it is about.
+func validateAssembly(cfg *configs.RunConfig, prog *isa.Program) error {
 	lim := cfg.Hardware.Limits()
 	for _, b := range prog.Buffers {
 		if err := lim.CheckBuffer(b); err != nil {
-			return "", fmt.Errorf("%s:%d: %v", name, b.Line, err)
+			return asmError(cfg, b.Line, "", err)
 		}
 	}
 	for _, src := range prog.Streams {
@@ -472,17 +501,38 @@ func CheckAssembly(cfg *configs.RunConfig) (string, error) {
 		for {
 			in, err := st.Next()
 			if err != nil {
-				return "", err
+				return err
 			}
 			if in == nil {
 				break
 			}
 			if err := lim.Check(in); err != nil {
-				return "", fmt.Errorf("%s:%d: %s: %v", name, in.Line, asm.FormatInstruction(prog, in), err)
+				return asmError(cfg, int(in.Line), asm.FormatInstruction(prog, in)+": ", err)
 			}
 		}
 	}
-	return asm.String(prog)
+	return nil
+}
+
+// asmError names the assembly source and locates err in line of it:
+// "kernel.asm:12:30: " (what, then err). The source is read again: the
+// program keeps no columns.
+func asmError(cfg *configs.RunConfig, line int, what string, err error) error {
+	a := cfg.Workload.Assembly
+	name, src := a.File, a.Source
+	if name == "" {
+		name = "workload.assembly.source"
+	} else if data, rerr := os.ReadFile(name); rerr == nil {
+		src = string(data)
+	}
+	if line <= 0 {
+		return fmt.Errorf("%s: %s%w", name, what, err)
+	}
+	text := ""
+	if lines := strings.Split(src, "\n"); line <= len(lines) {
+		text = lines[line-1]
+	}
+	return workloads.InlineError(cfg, fmt.Errorf("%s:%d:%d: %s%w", name, line, asm.ErrorColumn(text, err), what, err))
 }
 
 // Describe is chip.Describe, re-exported for the CLI.

@@ -3,6 +3,7 @@ package workloads
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -72,19 +73,69 @@ func mapError(cfg *configs.RunConfig, err error, fitFields map[isa.Memory][]stri
 // fitError blames a working set that does not fit on the first of fields
 // the user set (a memory size, a block size), else on the workload.
 func fitError(cfg *configs.RunConfig, fe *sched.FitError, fields []string) error {
+	if path, ok := fitField(cfg, fe, fields); ok {
+		return cfg.FieldError(path, "%s", fitMessage(fe))
+	}
+	return cfg.FieldError("workload.kind", "%s", fitMessage(fe))
+}
+
+// fitMessage says what does not fit, how much it needs and how much there
+// is.
+func fitMessage(fe *sched.FitError) string {
 	mem := strings.ToUpper(fe.Mem.String())
 	var msg string
 	if fe.Mem == isa.MemHBM {
-		msg = fmt.Sprintf("the %s kernel's tensors do not fit one chip's HBM: they need %.1f GiB, the chip has %.1f GiB (at tensor %s)",
-			fe.Kernel, float64(fe.Needed)/(1<<30), float64(fe.Available)/(1<<30), fe.Tile)
+		msg = fmt.Sprintf("the %s kernel's tensors do not fit one chip's HBM: they need %s, the chip has %s (at tensor %s)",
+			fe.Kernel, sizeGiB(fe.Needed), sizeGiB(fe.Available), fe.Tile)
 	} else {
-		msg = fmt.Sprintf("the %s kernel's working set does not fit %s: %s needs %.1f KiB per partition, more than %s's %.1f KiB",
-			fe.Kernel, mem, fe.Tile, float64(fe.Needed)/1024, mem, float64(fe.Available)/1024)
+		what := fe.Tile // a kernel's words, or the name of the scheduler's tile
+		if !strings.Contains(what, " ") {
+			what = "tile " + what
+		}
+		msg = fmt.Sprintf("the %s kernel's working set does not fit %s: it needs %s per partition (placing %s), more than %s's %s",
+			fe.Kernel, mem, bytesText(fe.Needed), what, mem, bytesText(fe.Available))
 	}
-	if path, ok := cfg.UserSet(fields...); ok {
-		return cfg.FieldError(path, "%s", msg)
+	return msg
+}
+
+// fitField returns the first of fields the user set, to blame for what
+// does not fit.
+func fitField(cfg *configs.RunConfig, fe *sched.FitError, fields []string) (string, bool) {
+	// The tensor sizes are alike: one given by --set, the user's latest
+	// change, is blamed before those of the file. On chip, fields go in
+	// order (the memory, then the blocks, the buffers, the shape).
+	if fe.Mem == isa.MemHBM {
+		for _, f := range fields {
+			if src, ok := cfg.Sources[f]; ok && src.File == configs.SetFile {
+				return f, true
+			}
+		}
 	}
-	return cfg.FieldError("workload.kind", "%s", msg)
+	return cfg.UserSet(fields...)
+}
+
+// bytesText prints bytes in KiB, or in MiB, GiB or TiB when they are at least
+// a thousand of the smaller unit; a size that saturated an int64 is "more
+// than 8 EiB".
+func bytesText(b int64) string {
+	if b == math.MaxInt64 {
+		return "more than 8 EiB"
+	}
+	v, units := float64(b)/1024, []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := 0
+	for v >= 1000 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// sizeGiB prints bytes in GiB (HBM capacities), as bytesText does past 8 EiB.
+func sizeGiB(b int64) string {
+	if b == math.MaxInt64 {
+		return "more than 8 EiB"
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }
 
 var gemmFit = map[isa.Memory][]string{
@@ -227,6 +278,58 @@ func lowerElementwise(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	return p.Program, info, nil
 }
 
+// tileSizes finds a tile whose size does not fit an int64 (a dimension
+// written as large as one holds), which the scheduler's placement would
+// take for a small one: HBM tiles in order of declaration, on-chip ones
+// each per partition, every size saturating.
+func tileSizes(k *tile.Kernel, tg *sched.Target) *sched.FitError {
+	var hbm int64
+	for _, t := range k.Tiles {
+		dims := t.Shape
+		if t.Mem.OnChip() && len(dims) > 0 {
+			dims = dims[1:]
+		}
+		b := satMul(append([]int64{int64(t.DType.Bytes())}, dims...)...)
+		switch {
+		case t.Mem == isa.MemHBM:
+			if hbm = satAdd(hbm, b); hbm == math.MaxInt64 {
+				return &sched.FitError{Kernel: k.Name, Tile: t.Name, Mem: isa.MemHBM, Needed: hbm, Available: tg.HBMBytes}
+			}
+		case satMul(b, int64(max(t.Bufs, 1))) == math.MaxInt64:
+			avail := tg.Limits.SBUFPartitionBytes
+			if t.Mem == isa.MemPSUM {
+				avail = tg.Limits.PSUMPartitionBytes
+			}
+			return &sched.FitError{Kernel: k.Name, Tile: t.Name, Mem: t.Mem, Needed: math.MaxInt64, Available: avail}
+		}
+	}
+	return nil
+}
+
+// satMul and satAdd are products and sums of non-negative sizes that
+// saturate at math.MaxInt64.
+func satMul(xs ...int64) int64 {
+	p := int64(1)
+	for _, x := range xs {
+		switch {
+		case x <= 0:
+			return 0
+		case p > math.MaxInt64/x:
+			p = math.MaxInt64
+		default:
+			p *= x
+		}
+	}
+	return p
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 // lowerTile schedules a kernel written in the tile IR.
 func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	w := cfg.Workload.Tile
@@ -242,17 +345,41 @@ func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := k.CheckRunnable(); err != nil {
-		return nil, nil, err
-	}
-	p, err := compile(cfg, k, map[isa.Memory][]string{isa.MemSBUF: {"hardware.core.sbuf.partition_kib"},
-		isa.MemPSUM: {"hardware.core.psum.partition_kib"}, isa.MemHBM: {"hardware.chip.hbm.stack_gib"}})
-	if err != nil {
-		var fe *sched.FitError
-		if errors.As(err, &fe) && !strings.HasPrefix(err.Error(), name) {
-			return nil, nil, fmt.Errorf("%s: %w", name, err)
+	// A tile that does not fit is blamed on the memory size the user set,
+	// else on the tile's declaration.
+	fields := map[isa.Memory][]string{isa.MemSBUF: {"hardware.core.sbuf.partition_kib"},
+		isa.MemPSUM: {"hardware.core.psum.partition_kib"}, isa.MemHBM: {"hardware.chip.hbm.stack_gib"}}
+	fe := tileSizes(k, Target(cfg))
+	var p *sched.Program
+	if fe == nil {
+		opts, oerr := schedOptions(cfg)
+		if oerr != nil {
+			return nil, nil, oerr
 		}
-		return nil, nil, err
+		if err := k.CheckCores(Target(cfg).Limits.CoresPerChip); err != nil {
+			return nil, nil, err
+		}
+		if p, err = sched.Compile(k, Target(cfg), opts); err != nil && !errors.As(err, &fe) {
+			return nil, nil, mapError(cfg, err, fields)
+		}
+		if fe == nil {
+			// (After placement, so a kernel whose tensors do not fit says
+			// so even if it has no ops.)
+			if err := k.CheckRunnable(); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if fe != nil {
+		if path, ok := fitField(cfg, fe, fields[fe.Mem]); ok {
+			return nil, nil, cfg.FieldError(path, "%s", fitMessage(fe))
+		}
+		for _, t := range k.Tiles {
+			if t.Name == fe.Tile && t.Pos.Line > 0 {
+				return nil, nil, fmt.Errorf("%s:%s: tile %s: %s", name, t.Pos, t.Name, fitMessage(fe))
+			}
+		}
+		return nil, nil, fmt.Errorf("%s: %s", name, fitMessage(fe))
 	}
 	info := &Info{Name: cfg.Workload.Name, Kind: "tile", DType: isa.BF16, CoresUsed: len(p.Cores)}
 	if info.Name == "" {

@@ -14,6 +14,8 @@ package workloads
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/isa"
@@ -70,6 +72,51 @@ type Choice struct {
 
 // Lower builds the program for cfg's workload.
 func Lower(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+	prog, info, err := lower(cfg)
+	return prog, info, InlineError(cfg, err)
+}
+
+// InlineError relocates an error located in the text of an inline kernel
+// ("workload.tile.source:2:5: ...") to where that text is in the config
+// file, when it is a literal block there ("run.yaml:9:11:
+// workload.tile.source: ..."); other errors are returned as they are.
+func InlineError(cfg *configs.RunConfig, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, field := range []string{"workload.assembly.source", "workload.tile.source"} {
+		rest, ok := strings.CutPrefix(err.Error(), field+":")
+		if !ok {
+			continue
+		}
+		parts := strings.SplitN(rest, ":", 3)
+		if len(parts) < 3 {
+			return err
+		}
+		line, lerr := strconv.Atoi(parts[0])
+		col, cerr := strconv.Atoi(parts[1])
+		if lerr != nil || cerr != nil {
+			return err
+		}
+		if pos, ok := cfg.TextPos(field, line, col); ok {
+			return &relocated{msg: pos + ": " + field + ":" + parts[2], err: err}
+		}
+		return err
+	}
+	return err
+}
+
+// relocated is an error with its location moved; errors.As sees the
+// original.
+type relocated struct {
+	msg string
+	err error
+}
+
+func (e *relocated) Error() string { return e.msg }
+func (e *relocated) Unwrap() error { return e.err }
+
+func lower(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	w := &cfg.Workload
 	switch w.Kind {
 	case "gemm":
@@ -103,7 +150,8 @@ func parseAssembly(cfg *configs.RunConfig, src, path string) (*isa.Program, *Inf
 		return nil, nil, err
 	}
 	if prog.Target != "" && prog.Target != cfg.Hardware.Name && prog.Target != cfg.Hardware.Preset {
-		return nil, nil, fmt.Errorf("%s: the program targets %s but the hardware is %s (change .target or hardware.preset)", path, prog.Target, cfg.Hardware.Name)
+		_, line, col := asm.Directive(src, ".target")
+		return nil, nil, fmt.Errorf("%s:%d:%d: the program targets %s but the hardware is %s (change .target or hardware.preset)", path, line, col, prog.Target, cfg.Hardware.Name)
 	}
 	info := &Info{Name: cfg.Workload.Name, Kind: "assembly", DType: isa.BF16}
 	if info.Name == "" {

@@ -187,29 +187,33 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 	var sets []string
 	var preset string
 	cmd := &cobra.Command{
-		Use:   "check FILE",
-		Short: "Validate a run config, an assembly file or a tile kernel and print what it resolves to",
-		Args:  cobra.ExactArgs(1),
+		Use:   "check [FILE]",
+		Short: "Validate a run config, an assembly file or a tile kernel and print what it resolves to (no argument: the embedded default)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadInput(args, preset, sets)
 			if err != nil {
 				return err
 			}
-			if cfg.Workload.Kind == "assembly" && (strings.HasSuffix(args[0], ".asm") || strings.HasSuffix(args[0], ".s")) {
+			file := ""
+			if len(args) == 1 {
+				file = args[0]
+			}
+			if cfg.Workload.Kind == "assembly" && (strings.HasSuffix(file, ".asm") || strings.HasSuffix(file, ".s")) {
 				text, err := runner.CheckAssembly(cfg)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(stdout, "; %s: valid for %s\n", args[0], cfg.Hardware.Name)
+				fmt.Fprintf(stdout, "; %s: valid for %s\n", file, cfg.Hardware.Name)
 				fmt.Fprint(stdout, text)
 				return nil
 			}
-			if cfg.Workload.Kind == "tile" && strings.HasSuffix(args[0], ".tile") {
+			if cfg.Workload.Kind == "tile" && strings.HasSuffix(file, ".tile") {
 				text, err := runner.CheckTile(cfg)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(stdout, "# %s: valid for %s\n", args[0], cfg.Hardware.Name)
+				fmt.Fprintf(stdout, "# %s: valid for %s\n", file, cfg.Hardware.Name)
 				fmt.Fprint(stdout, text)
 				return nil
 			}

@@ -126,3 +126,65 @@ func TestTraceWindowFlags(t *testing.T) {
 		assert.Contains(t, out, s)
 	}
 }
+
+// `trnsim run --json out.json > out.json`: the shell made the target the
+// command's standard output too, so the summary and the output would
+// corrupt each other. It is refused before anything runs, and the file is
+// left as the shell left it. A device (/dev/null) takes both.
+func TestOutputThatIsStandardOutputIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "run.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("hardware: {preset: trn2}\nworkload: {kind: gemm, gemm: {m: 256, k: 512, n: 512}}\noutputs:\n  json: cfg-out.json\n"), 0o644))
+	jsonHint := "give another file, or --json - to write it to standard output (the summary then goes to standard error)"
+	cases := []struct {
+		name string
+		args func(target string) []string
+		file string // the target, in dir
+		want string // after "trnsim: "; "" for success
+	}{
+		{"--json", func(p string) []string { return append([]string{"run", "--json", p}, smallSets...) }, "out.json", "--json: cannot write %s: it is also the run's standard output (redirected there), where the summary goes, so one would corrupt the other; " + jsonHint},
+		{"--csv", func(p string) []string { return append([]string{"run", "--csv", p}, smallSets...) }, "out.csv", "--csv: cannot write %s: it is also the run's standard output (redirected there), where the summary goes, so one would corrupt the other; give another file, or --csv - to write it to standard output (the summary then goes to standard error)"},
+		{"--trace", func(p string) []string { return append([]string{"run", "--trace", p}, smallSets...) }, "t.json", "--trace: cannot write %s: it is also the run's standard output (redirected there), where the summary goes, so one would corrupt the other; give another file"},
+		{"--dump-asm", func(p string) []string { return append([]string{"run", "--dump-asm", p}, smallSets...) }, "p.asm", "--dump-asm: cannot write %s: it is also the run's standard output (redirected there), where the summary goes, so one would corrupt the other; give another file"},
+		{"--json with --json - elsewhere", func(p string) []string {
+			return append([]string{"run", "--csv", "-", "--json", p}, smallSets...)
+		}, "both.json", "--json: cannot write %s: it is also the run's standard output (redirected there), where the summary goes, so one would corrupt the other; " + jsonHint},
+		{"outputs.json of the config", func(string) []string { return []string{"run", cfg} }, "cfg-out.json", cfg + ":4:9: outputs.json: cannot write %s: it is also the run's standard output (redirected there), where the summary goes, so one would corrupt the other; " + jsonHint},
+		{"through a symbolic link", func(p string) []string {
+			link := filepath.Join(dir, "link.json")
+			require.NoError(t, os.Symlink(p, link))
+			return append([]string{"run", "--json", link}, smallSets...)
+		}, "linked.json", "--json: cannot write " + filepath.Join(dir, "link.json") + ": it is also the run's standard output (redirected there), where the summary goes, so one would corrupt the other; " + jsonHint},
+		{"/dev/null", func(string) []string { return append([]string{"run", "-q", "--json", "/dev/null"}, smallSets...) }, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			target := "/dev/null"
+			if tc.file != "" {
+				target = filepath.Join(dir, tc.file)
+			}
+			stdout, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			require.NoError(t, err)
+			defer stdout.Close()
+			var stderr strings.Builder
+			code := run(tc.args(target), stdout, &stderr)
+			if tc.want == "" {
+				assert.Equal(t, 0, code, stderr.String())
+				return
+			}
+			assert.Equal(t, 1, code)
+			want := tc.want
+			if strings.Contains(want, "%s") {
+				want = strings.Replace(want, "%s", target, 1)
+			}
+			assert.Equal(t, "trnsim: "+want+"\n", stderr.String())
+			data, err := os.ReadFile(target)
+			require.NoError(t, err)
+			assert.Empty(t, data, "nothing written: the run was refused before it started")
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				assert.NotContains(t, e.Name(), "partial")
+			}
+		})
+	}
+}

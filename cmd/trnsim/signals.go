@@ -68,6 +68,10 @@ type checkedWriter struct {
 	err error
 }
 
+// Unwrap returns the writer written to (runner looks through it for the
+// file that standard output is).
+func (c *checkedWriter) Unwrap() io.Writer { return c.w }
+
 func (c *checkedWriter) Write(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err

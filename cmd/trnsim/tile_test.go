@@ -91,7 +91,7 @@ func TestTileKernelErrors(t *testing.T) {
 		{"zero.tile", p("zero.tile") + ": kernel k has no instructions to run: none of its ops executes"},
 		{"ls.tile", p("ls.tile") + ":3:1: load_stationary runs only on TensorE; name the engine (tensor load_stationary)"},
 		{"core.tile", p("core.tile") + ":2:32: tile a: core 9 does not exist (the chip has 8)"},
-		{"fit.tile", p("fit.tile") + ": workload.kind: the k kernel's working set does not fit SBUF"},
+		{"fit.tile", p("fit.tile") + ":2:6: tile a: the k kernel's working set does not fit SBUF"},
 		{"kind.tile", p("kind.tile") + `:3:12: unknown collective kind "foo"`},
 	}
 	for _, tc := range tests {

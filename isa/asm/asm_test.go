@@ -329,8 +329,8 @@ func TestParseErrors(t *testing.T) {
 	}{
 		// Directives and the header.
 		{"unknown directive", ".version 1\n.section text\n", `k.s:2:1: unknown directive ".section" (directives: .version, .target, .core, .buffer)`},
-		{"missing version, empty file", "", `k.s:1: missing ".version 1" header`},
-		{"missing version, comments only", "; nothing\n", `k.s:1: missing ".version 1" header`},
+		{"missing version, empty file", "", `k.s:1:1: missing ".version 1" header`},
+		{"missing version, comments only", "; nothing\n", `k.s:1:1: missing ".version 1" header`},
 		{"missing version before a buffer", ".buffer x sbuf bf16 [128, 512]\n", `k.s:1:1: missing ".version 1" header before .buffer`},
 		{"missing version before an instruction", "vector nop\n", `k.s:1:1: missing ".version 1" header before the first instruction`},
 		{"bad version", ".version 2\n", `k.s:1:10: unsupported assembly version 2 (this trnsim reads version 1)`},
@@ -387,7 +387,7 @@ func TestParseErrors(t *testing.T) {
 		{"immediate not a number", hdr + "vector tensor_scalar x, x imm0=abc\n", `k.s:5:32: expected imm0 (a number), got "abc"`},
 		{"immediate overflows", hdr + "vector tensor_scalar x, x imm0=1e999\n", `k.s:5:32: imm0: "1e999" is not a finite number`},
 		{"attribute without value", hdr + "vector tensor_reduce x, x axis\n", `k.s:5:31: expected "=", got "end of line"`},
-		{"barrier without target", hdr + "sync barrier sem=s7 cores=[0.1]\n", `k.s:5:1: barrier needs sem=, cores=[...] and target=`},
+		{"barrier without target", hdr + "sync barrier sem=s7 cores=[0.1]\n", `k.s:5:6: barrier needs sem=, cores=[...] and target=`},
 		{"barrier with a remote sem", hdr + "sync barrier sem=s7@1 cores=[0.1] target=1\n", `k.s:5:14: barrier sem names the local semaphore; give remote cores in cores=`},
 		// Semaphores.
 		{"semaphore not s<n>", hdr + "vector tensor_copy x, x wait=t1>=1\n", `k.s:5:30: expected a semaphore such as s3, got "t1"`},

@@ -79,7 +79,7 @@ func Parse(src, file string, opts Options) (*isa.Program, error) {
 		}
 	}
 	if !p.sawVer {
-		return nil, &Error{File: file, Line: 1, Msg: fmt.Sprintf("missing \".version %d\" header", isa.AssemblyVersion)}
+		return nil, &Error{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("missing \".version %d\" header", isa.AssemblyVersion)}
 	}
 	for _, k := range p.order {
 		p.prog.Streams = append(p.prog.Streams, isa.SliceSource(k, p.streams[k]))
@@ -361,7 +361,7 @@ func (p *parser) bump(b *isa.Buffer) {
 func (p *parser) instruction() error {
 	p.sawInst = true
 	if !p.sawVer {
-		return p.errAt(1, "missing \".version %d\" header before the first instruction", isa.AssemblyVersion)
+		return p.errAt(p.toks[0].col, "missing \".version %d\" header before the first instruction", isa.AssemblyVersion)
 	}
 	et := p.take()
 	eng, ok := isa.ParseEngine(et.text)
@@ -885,7 +885,7 @@ func (p *parser) attrs(in *isa.Instruction) error {
 		a.BarrierCores[i].ID = a.BarrierSem
 	}
 	if in.Op == isa.OpBarrier && (!seen["sem"] || !seen["cores"] || !seen["target"]) {
-		return p.errAt(1, "barrier needs sem=, cores=[...] and target=")
+		return p.errAt(p.toks[min(1, len(p.toks)-1)].col, "barrier needs sem=, cores=[...] and target=")
 	}
 	if in.Op == isa.OpActivation && !seen["scale"] {
 		a.Scale = 1

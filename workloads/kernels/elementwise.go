@@ -57,7 +57,14 @@ func PlanElementwise(e Elementwise, o ElementwiseOptions, tg *sched.Target) (*El
 	if !e.Unary {
 		nIn = 2
 	}
-	need := p.NBuf * (nIn + 1) * roundUp(min(p.Free, e.Cols)*eb, 64)
+	ts := []hbmTensor{{"X", e.DType, []int64{e.Rows, e.Cols}}}
+	if !e.Unary {
+		ts = append(ts, hbmTensor{"Y", e.DType, []int64{e.Rows, e.Cols}})
+	}
+	if err := checkHBM("elementwise", tg, append(ts, hbmTensor{"OUT", e.DType, []int64{e.Rows, e.Cols}})...); err != nil {
+		return nil, err
+	}
+	need := mul(p.NBuf, nIn+1, roundUp(mul(min(p.Free, e.Cols), eb), 64))
 	if need > lim.SBUFPartitionBytes {
 		return nil, &sched.FitError{Kernel: "elementwise", Tile: "the input and output tiles", Mem: isa.MemSBUF, Needed: need, Available: lim.SBUFPartitionBytes}
 	}

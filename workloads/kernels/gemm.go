@@ -90,14 +90,6 @@ type GEMMPlan struct {
 	opID               int32
 }
 
-// resultBlocks returns how many result blocks the plan keeps in SBUF.
-func (p *GEMMPlan) resultBlocks() int64 {
-	if p.Order == OrderNKM {
-		return p.NRes * ceilDiv(p.G.M, p.BM)
-	}
-	return p.NRes
-}
-
 // ResultDType returns the dtype of the SBUF result blocks.
 func (p *GEMMPlan) ResultDType() isa.DType {
 	if p.G.K <= p.BK {
@@ -112,9 +104,14 @@ func (p *GEMMPlan) sbufBytes() int64 {
 	eb := int64(p.G.In.Bytes())
 	kt := p.BK / 128
 	slot := func(b int64) int64 { return roundUp(b, 64) }
-	n := p.NBuf*(slot(kt*p.BM*eb)+slot(kt*p.BN*eb)) + p.NRes*slot(p.resultBlocks()/p.NRes*(p.BM/128)*p.BN*int64(p.ResultDType().Bytes()))
+	perRes := int64(1) // result blocks per result buffer
+	if p.Order == OrderNKM {
+		perRes = ceilDiv(p.G.M, p.BM)
+	}
+	n := add(mul(p.NBuf, add(slot(mul(kt, p.BM, eb)), slot(mul(kt, p.BN, eb)))),
+		mul(p.NRes, slot(mul(perRes, p.BM/128, p.BN, int64(p.ResultDType().Bytes())))))
 	if p.G.AMK && p.Transpose == TransposeTensor {
-		n += 2 * slot(p.BK*eb) // A rows staged for TensorE transposes
+		n = add(n, mul(2, slot(mul(p.BK, eb)))) // A rows staged for TensorE transposes
 	}
 	return n
 }
@@ -127,7 +124,7 @@ func (p *GEMMPlan) dmaBytes() int64 {
 	if p.Order == OrderNKM {
 		bReads = 1
 	}
-	return g.K*g.M*eb*ceilDiv(g.N, p.BN) + g.K*g.N*eb*bReads + g.M*g.N*int64(g.Out.Bytes())
+	return add(mul(g.K, g.M, eb, ceilDiv(g.N, p.BN)), mul(g.K, g.N, eb, bReads), mul(g.M, g.N, int64(g.Out.Bytes())))
 }
 
 // PlanGEMM resolves the lowering options, choosing the ones left at zero:
@@ -146,6 +143,13 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	}
 	if g.AMK && p.Transpose == TransposeDMA && g.In.Bytes() != 2 && g.In.Bytes() != 4 {
 		return nil, optErr("transpose", "dma_transpose takes 2- and 4-byte dtypes; %s needs transpose: tensor", g.In)
+	}
+	a := hbmTensor{"AT", g.In, []int64{g.K, g.M}}
+	if g.AMK {
+		a = hbmTensor{"A", g.In, []int64{g.M, g.K}}
+	}
+	if err := checkHBM("gemm", tg, a, hbmTensor{"B", g.In, []int64{g.K, g.N}}, hbmTensor{"C", g.Out, []int64{g.M, g.N}}); err != nil {
+		return nil, err
 	}
 	bankBytes := lim.PSUMBankBytes()
 	maxTN := int64(lim.MovingFreeMax)
@@ -205,6 +209,18 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 			out = append(out, v)
 		}
 		return out
+	}
+	// A block size the user gave is checked before the search, so a bad
+	// one is reported as such and not as a working set that does not fit.
+	switch {
+	case o.BlockN > 0 && o.BlockN%p.TN != 0:
+		return nil, optErr("block_n", "%d is not a multiple of tile_n %d", o.BlockN, p.TN)
+	case o.BlockM > 0 && o.BlockM%128 != 0:
+		return nil, optErr("block_m", "%d is not a multiple of 128", o.BlockM)
+	case o.BlockK > 0 && o.BlockK%128 != 0:
+		return nil, optErr("block_k", "%d is not a multiple of 128", o.BlockK)
+	case o.BlockN > 0 && mul(o.BlockN/p.TN, p.banksPerTile) > groupBanks:
+		return nil, optErr("block_n", "%d columns need %d PSUM banks per accumulation group; only %d are available", o.BlockN, mul(o.BlockN/p.TN, p.banksPerTile), groupBanks)
 	}
 	maxG := max(1, groupBanks/2/p.banksPerTile)
 	bns := cands(o.BlockN, p.TN, min(roundUp(g.N, p.TN), p.TN*maxG), "block_n")

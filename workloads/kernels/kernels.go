@@ -6,7 +6,13 @@
 // working sets that cannot fit are the scheduler's sched.FitError.
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/sched"
+)
 
 // OptionError is a kernel option (a lowering choice) with a bad value.
 type OptionError struct {
@@ -40,6 +46,73 @@ type Choice struct {
 	Auto  bool
 }
 
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+// The sizes below are of non-negative values that a user may set as large
+// as an int64 holds: they saturate at math.MaxInt64 instead of wrapping,
+// so a huge option is a working set that does not fit, never a negative
+// one that does.
 
-func roundUp(v, m int64) int64 { return ceilDiv(v, m) * m }
+// ceilDiv returns a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
+
+// roundUp returns v rounded up to a multiple of m (saturating).
+func roundUp(v, m int64) int64 { return mul(ceilDiv(v, m), m) }
+
+// mul returns the product of non-negative values, saturating at
+// math.MaxInt64.
+func mul(xs ...int64) int64 {
+	p := int64(1)
+	for _, x := range xs {
+		if x == 0 {
+			return 0
+		}
+		if p > math.MaxInt64/x {
+			p = math.MaxInt64
+		} else {
+			p *= x
+		}
+	}
+	return p
+}
+
+// add returns the sum of non-negative values, saturating at math.MaxInt64.
+func add(xs ...int64) int64 {
+	s := int64(0)
+	for _, x := range xs {
+		if s > math.MaxInt64-x {
+			return math.MaxInt64
+		}
+		s += x
+	}
+	return s
+}
+
+// hbmTensor is a tensor a kernel keeps in HBM: its name and elements.
+type hbmTensor struct {
+	name  string
+	dtype isa.DType
+	dims  []int64
+}
+
+// checkHBM places a kernel's HBM tensors in order, 4 KiB aligned, as the
+// scheduler does, with saturating sizes: a problem too big for the chip
+// (or for an int64) is a sched.FitError before any tile is built.
+func checkHBM(kernel string, tg *sched.Target, ts ...hbmTensor) error {
+	if tg.HBMBytes <= 0 {
+		return nil
+	}
+	var next int64
+	for _, t := range ts {
+		b := mul(append([]int64{int64(t.dtype.Bytes())}, t.dims...)...)
+		if end := add(next, b); end > tg.HBMBytes {
+			return &sched.FitError{Kernel: kernel, Tile: t.name, Mem: isa.MemHBM, Needed: end, Available: tg.HBMBytes}
+		}
+		next = roundUp(add(next, b), 4096)
+	}
+	return nil
+}

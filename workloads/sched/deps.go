@@ -66,6 +66,14 @@ type bucket struct {
 	// idx[stream] is the stream's index in streams, -1 when it has none
 	// (made on first use).
 	idx []int8
+	// ver counts the changes of the bucket's records. At version skipVer,
+	// a batch of stream skipFor found no record of another stream it had
+	// to look at (all known, and estimated done by its start); knowledge
+	// and estimates only grow, so while only that stream changes the
+	// bucket, its next batches need not look either.
+	ver     uint64
+	skipVer uint64
+	skipFor int32
 }
 
 // own returns the stream's records in the bucket, made when make is set
@@ -232,38 +240,50 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 	for g := g0; g <= g1 && int(g) < len(bs); g++ {
 		b := &bs[g]
 		npos, nest := pos, est
-		for k := range b.streams {
-			sr := &b.streams[k]
-			recs := sr.recs
-			if deps != nil && (know == nil || (sr.stream != stream && (sr.maxPos > know[sr.stream] || sr.maxEst > estLo))) {
-				for i := len(recs) - 1; i >= 0; i-- {
-					r := &recs[i]
-					if (r.write || write) && r.overlaps(&bx) {
-						deps.add(sr.stream, r.pos, r.est)
-						break
+		// skipped: no other stream's records needed looking at.
+		skipped := know != nil && b.skipFor == stream && b.skipVer == b.ver && b.streams != nil
+		if skipped && !write {
+			// Only the stream's own reads change.
+			if k := b.idx[stream]; k >= 0 {
+				sr := &b.streams[k]
+				sr.recs = dropCovered(sr.recs, &bx, write, true, &npos, &nest)
+			}
+		} else {
+			skipped = know != nil
+			for k := range b.streams {
+				sr := &b.streams[k]
+				recs := sr.recs
+				if deps != nil && (know == nil || (sr.stream != stream && (sr.maxPos > know[sr.stream] || sr.maxEst > estLo))) {
+					skipped = false
+					for i := len(recs) - 1; i >= 0; i-- {
+						r := &recs[i]
+						if (r.write || write) && r.overlaps(&bx) {
+							deps.add(sr.stream, r.pos, r.est)
+							break
+						}
 					}
 				}
-			}
-			mine := sr.stream == stream
-			if !write && !mine {
-				continue
-			}
-			kept := 0
-			for i := range recs {
-				r := &recs[i]
-				if (write || !r.write) && r.coveredBy(&bx) {
-					if mine && r.pos > npos {
-						npos, nest = r.pos, max(nest, r.est)
-					}
+				mine := sr.stream == stream
+				if !write && !mine {
 					continue
 				}
-				if kept != i {
-					recs[kept] = *r
+				kept := 0
+				for i := range recs {
+					r := &recs[i]
+					if (write || !r.write) && r.coveredBy(&bx) {
+						if mine && r.pos > npos {
+							npos, nest = r.pos, max(nest, r.est)
+						}
+						continue
+					}
+					if kept != i {
+						recs[kept] = *r
+					}
+					kept++
 				}
-				kept++
-			}
-			if kept != len(recs) {
-				sr.recs = recs[:kept]
+				if kept != len(recs) {
+					sr.recs = recs[:kept]
+				}
 			}
 		}
 		own := b.own(stream, t.streams, true)
@@ -288,6 +308,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 				}
 			}
 			if merged {
+				b.changed(stream, skipped)
 				continue
 			}
 		}
@@ -301,7 +322,39 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			c.est = max(a.est, c.est)
 			own.recs = append(own.recs[:0], own.recs[1:]...)
 		}
+		b.changed(stream, skipped)
 	}
+}
+
+// changed notes a change of the bucket by stream; skipped says whether
+// the change found no other stream's records to look at (see bucket).
+func (b *bucket) changed(stream int32, skipped bool) {
+	b.ver++
+	if skipped {
+		b.skipFor, b.skipVer = stream, b.ver
+	}
+}
+
+// dropCovered drops the records of recs that an access of bx covers (a
+// write drops any, a read only reads); for the accessing stream's own
+// (mine), a dropped record later than *npos lends the new record its
+// position and estimate.
+func dropCovered(recs []rec, bx *box, write, mine bool, npos *int64, nest *float64) []rec {
+	kept := 0
+	for i := range recs {
+		r := &recs[i]
+		if (write || !r.write) && r.coveredBy(bx) {
+			if mine && r.pos > *npos {
+				*npos, *nest = r.pos, max(*nest, r.est)
+			}
+			continue
+		}
+		if kept != i {
+			recs[kept] = *r
+		}
+		kept++
+	}
+	return recs[:kept]
 }
 
 // setEsts sets the estimated completion of the records checkRecord made

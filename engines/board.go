@@ -155,24 +155,24 @@ func (b *SemBoard) ReachTime(id int32, target int64, now clock.Time) clock.Time 
 // semaphore's history.
 func (b *SemBoard) remember(s *semaphore, vc memory.VClock) {
 	var e *histEntry
+	var prev memory.VClock
 	if len(s.hist) < histLen {
 		s.hist = append(s.hist, histEntry{prefix: make(memory.VClock, b.agents)})
 		e = &s.hist[len(s.hist)-1]
 		if n := len(s.hist); n > 1 {
-			copy(e.prefix, s.hist[n-2].prefix)
+			prev = s.hist[n-2].prefix
 		} else {
-			copy(e.prefix, s.vc)
+			prev = s.vc
 		}
 	} else {
 		// The oldest entry leaves into vc; the newest is the one before.
 		e = &s.hist[s.hhead]
-		copy(s.vc, e.prefix)
+		b.Clocks.Copy(s.vc, e.prefix)
 		s.oldValue = e.value
-		last := &s.hist[(s.hhead+len(s.hist)-1)%len(s.hist)]
-		copy(e.prefix, last.prefix)
+		prev = s.hist[(s.hhead+len(s.hist)-1)%len(s.hist)].prefix
 		s.hhead = (s.hhead + 1) % len(s.hist)
 	}
-	b.Clocks.Join(e.prefix, vc)
+	b.Clocks.JoinOf(e.prefix, prev, vc)
 	e.value = s.value
 }
 

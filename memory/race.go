@@ -43,6 +43,27 @@ func (c *Clocks) Tick(v VClock, agent int) {
 	}
 }
 
+// Copy sets dst to src (the entries of agents that ticked: the others are
+// zero in both).
+func (c *Clocks) Copy(dst, src VClock) {
+	if c != nil && c.hi < len(src) {
+		src = src[:c.hi]
+	}
+	copy(dst, src)
+}
+
+// JoinOf sets dst to the join of a and b (dst may be neither).
+func (c *Clocks) JoinOf(dst, a, b VClock) {
+	if c != nil && c.hi < len(a) {
+		a = a[:c.hi]
+	}
+	b = b[:len(a)]
+	dst = dst[:len(a)]
+	for i, x := range a {
+		dst[i] = max(x, b[i])
+	}
+}
+
 // Join raises each entry of v to at least o's.
 func (c *Clocks) Join(v, o VClock) {
 	if c != nil && c.hi < len(o) {

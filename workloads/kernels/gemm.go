@@ -100,18 +100,55 @@ func (p *GEMMPlan) ResultDType() isa.DType {
 
 // sbufBytes returns the SBUF bytes per partition a plan needs, as the
 // scheduler places it (every tile slot rounded to 64 bytes).
-func (p *GEMMPlan) sbufBytes() int64 {
+func (p *GEMMPlan) sbufBytes() int64 { return p.sbufBytesOf(p.Order, p.BN, p.BM, p.BK, p.NRes) }
+
+// sbufBytesOf is sbufBytes for the plan with those choices instead.
+func (p *GEMMPlan) sbufBytesOf(order LoopOrder, bn, bm, bk, nres int64) int64 {
+	if p.G.M < 1<<32 && bn < 1<<16 && bm < 1<<16 && bk < 1<<16 && nres < 1<<8 && p.NBuf < 1<<8 {
+		// No product can overflow: plain arithmetic (the plan search calls
+		// this thousands of times).
+		return p.sbufBytesSmall(order, bn, bm, bk, nres)
+	}
+	return p.sbufBytesSat(order, bn, bm, bk, nres)
+}
+
+// sbufBytesSat is sbufBytesOf with every product and sum saturating.
+func (p *GEMMPlan) sbufBytesSat(order LoopOrder, bn, bm, bk, nres int64) int64 {
 	eb := int64(p.G.In.Bytes())
-	kt := p.BK / 128
+	kt := bk / 128
 	slot := func(b int64) int64 { return roundUp(b, 64) }
 	perRes := int64(1) // result blocks per result buffer
-	if p.Order == OrderNKM {
-		perRes = ceilDiv(p.G.M, p.BM)
+	if order == OrderNKM {
+		perRes = ceilDiv(p.G.M, bm)
 	}
-	n := add(mul(p.NBuf, add(slot(mul(kt, p.BM, eb)), slot(mul(kt, p.BN, eb)))),
-		mul(p.NRes, slot(mul(perRes, p.BM/128, p.BN, int64(p.ResultDType().Bytes())))))
+	resDT := p.G.Out
+	if p.G.K > bk {
+		resDT = p.AccDT
+	}
+	n := add(mul(p.NBuf, add(slot(mul(kt, bm, eb)), slot(mul(kt, bn, eb)))),
+		mul(nres, slot(mul(perRes, bm/128, bn, int64(resDT.Bytes())))))
 	if p.G.AMK && p.Transpose == TransposeTensor {
-		n = add(n, mul(2, slot(mul(p.BK, eb)))) // A rows staged for TensorE transposes
+		n = add(n, mul(2, slot(mul(bk, eb)))) // A rows staged for TensorE transposes
+	}
+	return n
+}
+
+// sbufBytesSmall is sbufBytesOf for sizes whose products fit an int64.
+func (p *GEMMPlan) sbufBytesSmall(order LoopOrder, bn, bm, bk, nres int64) int64 {
+	eb := int64(p.G.In.Bytes())
+	slot := func(b int64) int64 { return (b + 63) &^ 63 }
+	perRes := int64(1)
+	if order == OrderNKM {
+		perRes = (p.G.M + bm - 1) / bm
+	}
+	resDT := p.G.Out
+	if p.G.K > bk {
+		resDT = p.AccDT
+	}
+	kt := bk / 128
+	n := p.NBuf*(slot(kt*bm*eb)+slot(kt*bn*eb)) + nres*slot(perRes*(bm/128)*bn*int64(resDT.Bytes()))
+	if p.G.AMK && p.Transpose == TransposeTensor {
+		n += 2 * slot(bk*eb)
 	}
 	return n
 }
@@ -241,11 +278,11 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 					// The traffic does not depend on BK and a bigger BK is
 					// better: only the biggest that fits competes.
 					for i := len(bks) - 1; i >= 0; i-- {
-						c := *p
-						c.Order, c.BN, c.BM, c.BK, c.NRes = order, bn, bm, bks[i], nres
-						if c.sbufBytes() > sbufCap {
+						if p.sbufBytesOf(order, bn, bm, bks[i], nres) > sbufCap {
 							continue
 						}
+						c := *p
+						c.Order, c.BN, c.BM, c.BK, c.NRes = order, bn, bm, bks[i], nres
 						if best == nil || better(&c, best) {
 							cc := c
 							best = &cc

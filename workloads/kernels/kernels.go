@@ -9,6 +9,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/sched"
@@ -71,10 +72,11 @@ func mul(xs ...int64) int64 {
 		if x == 0 {
 			return 0
 		}
-		if p > math.MaxInt64/x {
+		hi, lo := bits.Mul64(uint64(p), uint64(x))
+		if hi != 0 || lo > math.MaxInt64 {
 			p = math.MaxInt64
 		} else {
-			p *= x
+			p = int64(lo)
 		}
 	}
 	return p

@@ -536,11 +536,25 @@ func equalKey(a, b []int64) bool {
 	return true
 }
 
+// bodyAlloc holds what newBody makes for one body, allocated together.
+type bodyAlloc struct {
+	meta  bodyMeta
+	body  isa.Body
+	inst  isa.Instruction
+	outs  [1]isa.Operand
+	ins   [2]isa.Operand
+	spans [3]isa.Span
+}
+
 // newBody makes the body of the current instance.
 func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind, flags int64) (*bodyMeta, error) {
 	op := oi.op
 	w.c.nextID++
-	b := &isa.Body{ID: w.c.nextID, Op: op.Opcode, Engine: eng, Core: int32(core), Attrs: op.Attrs, OpID: op.OpID}
+	// One allocation for the body, its meta, its shared Instruction and,
+	// for the usual operand counts, the operands and spans.
+	ba := &bodyAlloc{}
+	b := &ba.body
+	*b = isa.Body{ID: w.c.nextID, Op: op.Opcode, Engine: eng, Core: int32(core), Attrs: op.Attrs, OpID: op.OpID}
 	if !op.Start.IsZero() {
 		b.Attrs.Start = flags&1 != 0
 	}
@@ -551,12 +565,26 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 		b.Attrs.Queue = int16(max(q, 0))
 		b.Attrs.DGE = dge
 	}
-	m := &bodyMeta{body: b, inst: &isa.Instruction{Body: b}, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
+	ba.inst.Body = b
+	m := &ba.meta
+	*m = bodyMeta{body: b, inst: &ba.inst, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
 	w.c.metas = append(w.c.metas, m)
 	if oi.isDMA {
 		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Core: int32(core), ID: int32(QueueSemBase + max(q, 0))}, Add: 1}}
 	}
 	bufs := w.c.lay.buffers
+	nOuts := 0
+	for i := range oi.accs {
+		if oi.accs[i].write {
+			nOuts++
+		}
+	}
+	if nOuts <= len(ba.outs) && len(oi.accs)-nOuts <= len(ba.ins) {
+		b.Outs, b.Ins = ba.outs[:0:nOuts], ba.ins[:0:len(oi.accs)-nOuts]
+	} else {
+		b.Outs = make([]isa.Operand, 0, nOuts)
+		b.Ins = make([]isa.Operand, 0, len(oi.accs)-nOuts)
+	}
 	for i := range w.accs {
 		ae := &w.accs[i]
 		a := oi.accs[i].acc
@@ -568,7 +596,10 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 		if a.Rearrange != nil {
 			opnd, err = w.rearranged(ae, a, buf, zero)
 		} else {
-			sl := make([]isa.Slice, ae.nd)
+			if cap(w.slices) < ae.nd {
+				w.slices = make([]isa.Slice, ae.nd)
+			}
+			sl := w.slices[:ae.nd]
 			for d := 0; d < ae.nd; d++ {
 				st, sp := ae.starts[d], ae.stops[d]
 				step := int64(1)
@@ -594,11 +625,16 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 			b.Ins = append(b.Ins, opnd)
 		}
 	}
-	if err := w.c.tg.Limits.Check(&isa.Instruction{Body: b}); err != nil {
+	if err := w.c.tg.Limits.Check(m.inst); err != nil {
 		return nil, w.opErr(oi, "%v", err)
 	}
 	// Spans and HBM operands, in operand order (outputs first).
 	nOut := len(b.Outs)
+	if len(w.accs) <= len(ba.spans) {
+		m.spans = ba.spans[:0:len(w.accs)]
+	} else {
+		m.spans = make([]isa.Span, 0, len(w.accs))
+	}
 	for i := range w.accs {
 		var opnd *isa.Operand
 		write := i < nOut
@@ -618,8 +654,7 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 	}
 	// Estimates from the simulator's own cost table.
 	tg := w.c.tg
-	var env isa.CostEnv
-	cost := tg.Cost.CostOf(&isa.Instruction{Body: b}, 128, &env)
+	cost := tg.Cost.CostOf(m.inst, 128, &w.costEnv)
 	ghz := tg.ClockGHz[eng]
 	if ghz <= 0 {
 		ghz = 1

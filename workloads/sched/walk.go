@@ -64,6 +64,9 @@ type walk struct {
 	snapPool []int64
 	// freeClocks are snapshot clocks to reuse.
 	freeClocks [][]int64
+	// slices and costEnv are scratch for making bodies.
+	slices  []isa.Slice
+	costEnv isa.CostEnv
 }
 
 type frame struct {

@@ -243,11 +243,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 		// skipped: no other stream's records needed looking at.
 		skipped := know != nil && b.skipFor == stream && b.skipVer == b.ver && b.streams != nil
 		if skipped && !write {
-			// Only the stream's own reads change.
-			if k := b.idx[stream]; k >= 0 {
-				sr := &b.streams[k]
-				sr.recs = dropCovered(sr.recs, &bx, write, true, &npos, &nest)
-			}
+			// Only the stream's own reads change (below).
 		} else {
 			skipped = know != nil
 			for k := range b.streams {
@@ -264,7 +260,8 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 					}
 				}
 				mine := sr.stream == stream
-				if !write && !mine {
+				if !write {
+					// A read drops only the stream's own reads (below).
 					continue
 				}
 				kept := 0
@@ -291,21 +288,42 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			t.pending = append(t.pending, estRef{b, int32(b.idx[stream])})
 		}
 		if !write {
-			merged := false
-			for i := len(own.recs) - 1; i >= 0; i-- {
+			// One pass: the own reads the read covers go, and the newest
+			// own read it overlaps (after that) is the one it merges into.
+			mi := -1
+			kept := 0
+			for i := range own.recs {
 				r := &own.recs[i]
-				if !r.write && r.overlaps(&bx) {
-					r.lo, r.hi = min(r.lo, bx.lo), max(r.hi, bx.hi)
-					r.plo, r.phi = min(r.plo, bx.plo), max(r.phi, bx.phi)
-					r.pos, r.est = max(r.pos, npos), max(r.est, nest)
-					own.maxPos, own.maxEst = max(own.maxPos, r.pos), max(own.maxEst, r.est)
-					// Keep the list in position order.
-					for j := i; j+1 < len(own.recs); j++ {
-						own.recs[j], own.recs[j+1] = own.recs[j+1], own.recs[j]
+				if !r.write && r.coveredBy(&bx) {
+					if r.pos > npos {
+						npos, nest = r.pos, max(nest, r.est)
 					}
-					merged = true
-					break
+					continue
 				}
+				if !r.write && r.overlaps(&bx) {
+					mi = kept
+				}
+				if kept != i {
+					own.recs[kept] = *r
+				}
+				kept++
+			}
+			if kept != len(own.recs) {
+				own.recs = own.recs[:kept]
+			}
+			merged := false
+			if mi >= 0 {
+				i := mi
+				r := &own.recs[i]
+				r.lo, r.hi = min(r.lo, bx.lo), max(r.hi, bx.hi)
+				r.plo, r.phi = min(r.plo, bx.plo), max(r.phi, bx.phi)
+				r.pos, r.est = max(r.pos, npos), max(r.est, nest)
+				own.maxPos, own.maxEst = max(own.maxPos, r.pos), max(own.maxEst, r.est)
+				// Keep the list in position order.
+				for j := i; j+1 < len(own.recs); j++ {
+					own.recs[j], own.recs[j+1] = own.recs[j+1], own.recs[j]
+				}
+				merged = true
 			}
 			if merged {
 				b.changed(stream, skipped)

@@ -1,9 +1,6 @@
 package sched
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/trnsim/trnsim/isa"
 )
 
@@ -111,9 +108,6 @@ func (s *session) bufferedExcept(idx int32) int {
 // detach gives the stream a walk of its own, which skips what the shared
 // walk has handed out already; the shared walk stops keeping it.
 func (o *outStream) detach() {
-	if os.Getenv("TRNSIM_DEBUG_MEMO") != "" {
-		fmt.Fprintf(os.Stderr, "detach stream %d after %d instructions\n", o.idx, o.handed)
-	}
 	w := newWalk(o.sess.c)
 	st := w.streams[o.idx]
 	st.keep = true
@@ -169,13 +163,6 @@ func Drain(p *isa.Program) int64 {
 	}
 	if w.err != nil {
 		return -1
-	}
-	if os.Getenv("TRNSIM_DEBUG_MEMO") != "" {
-		for _, li := range w.c.loops {
-			if li != nil && li.nest != nil {
-				fmt.Println("nest", li.loop.Var.Name, "ok", li.nest.ok, "entries", len(li.nest.memo), "codes", len(li.nest.codes), "hits", li.nest.hits)
-			}
-		}
 	}
 	return n
 }

@@ -261,7 +261,13 @@ func (b *Buffer) Whole(idx int32) (Operand, error) {
 // View returns an operand of buffer idx sliced numpy-style. Missing trailing
 // slices take the whole dimension.
 func (b *Buffer) View(idx int32, slices ...Slice) (Operand, error) {
-	full := make([]Slice, len(b.Shape))
+	var fixed [8]Slice
+	full := fixed[:0]
+	if len(b.Shape) <= len(fixed) {
+		full = fixed[:len(b.Shape)]
+	} else {
+		full = make([]Slice, len(b.Shape))
+	}
 	if len(slices) > len(b.Shape) {
 		return Operand{}, fmt.Errorf("buffer %s has %d dimensions, view gives %d", b.Name, len(b.Shape), len(slices))
 	}

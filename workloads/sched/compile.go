@@ -146,6 +146,8 @@ type bodyMeta struct {
 	// of its queue's semaphore.
 	idx  uint32
 	qsig []isa.SemSignal
+	// keyBuf holds key when it is short (most are).
+	keyBuf [16]int64
 }
 
 // plain returns the body's shared Instruction with no wait, no signal and
@@ -508,7 +510,11 @@ func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.D
 	if err != nil {
 		return nil, err
 	}
-	m.key = append([]int64(nil), key...)
+	if len(key) <= len(m.keyBuf) {
+		m.key = append(m.keyBuf[:0], key...)
+	} else {
+		m.key = append([]int64(nil), key...)
+	}
 	m.next = oi.bodies[h]
 	oi.bodies[h] = m
 	return m, nil

@@ -676,6 +676,38 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 	return m, nil
 }
 
+// rearrKey names a rearrangement applied to dimension sizes and strides.
+type rearrKey struct {
+	r            *tile.Rearrange
+	n            int
+	sizes, strds [tile.MaxTileDims]int64
+}
+
+type rearrDims struct{ sizes, strides []int64 }
+
+// rearrangeDims is r.Dims(sizes, strides), remembered: the bodies of one
+// access differ in their offsets far more often than in their sizes.
+func (w *walk) rearrangeDims(r *tile.Rearrange, sizes, strides []int64) ([]int64, []int64, error) {
+	if len(sizes) > tile.MaxTileDims {
+		return r.Dims(sizes, strides)
+	}
+	k := rearrKey{r: r, n: len(sizes)}
+	copy(k.sizes[:], sizes)
+	copy(k.strds[:], strides)
+	if d, ok := w.rearrs[k]; ok {
+		return d.sizes, d.strides, nil
+	}
+	os, ost, err := r.Dims(sizes, strides)
+	if err != nil {
+		return nil, nil, err
+	}
+	if w.rearrs == nil {
+		w.rearrs = map[rearrKey]rearrDims{}
+	}
+	w.rearrs[k] = rearrDims{os, ost}
+	return os, ost, nil
+}
+
 // rearranged builds a rearranged HBM operand: the slice's dimensions,
 // split and permuted; the first output dimension is the row dimension.
 func (w *walk) rearranged(ae *accEval, a *tile.Access, buf *isa.Buffer, zero bool) (isa.Operand, error) {
@@ -704,7 +736,7 @@ func (w *walk) rearranged(ae *accEval, a *tile.Access, buf *isa.Buffer, zero boo
 		sizes = append(sizes, n)
 		sst = append(sst, strides[d]*step)
 	}
-	os, ost, err := a.Rearrange.Dims(sizes, sst)
+	os, ost, err := w.rearrangeDims(a.Rearrange, sizes, sst)
 	if err != nil {
 		return isa.Operand{}, err
 	}

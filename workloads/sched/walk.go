@@ -64,9 +64,11 @@ type walk struct {
 	snapPool []int64
 	// freeClocks are snapshot clocks to reuse.
 	freeClocks [][]int64
-	// slices and costEnv are scratch for making bodies.
+	// slices and costEnv are scratch for making bodies; rearrs remembers
+	// rearranged dimensions.
 	slices  []isa.Slice
 	costEnv isa.CostEnv
+	rearrs  map[rearrKey]rearrDims
 }
 
 type frame struct {

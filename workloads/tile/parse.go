@@ -898,29 +898,33 @@ func (p *parser) float() (float64, error) {
 
 func (p *parser) expr() (Expr, error) { return p.orExpr() }
 
-func (p *parser) orExpr() (Expr, error) {
-	a, err := p.andExpr()
-	for err == nil && p.is("or") {
+// leftAssoc parses next (op next)* for the operators of one precedence
+// level, left-associative.
+func (p *parser) leftAssoc(next func() (Expr, error), ops map[string]opKind) (Expr, error) {
+	a, err := next()
+	for err == nil {
+		k, ok := ops[p.peek().text]
+		if !ok || p.peek().kind == tEOL {
+			break
+		}
 		p.take()
 		var b Expr
-		if b, err = p.andExpr(); err == nil {
-			a = Expr{&node{kind: kOr, a: a.n, b: b.n}}
+		if b, err = next(); err == nil {
+			a = Expr{&node{kind: k, a: a.n, b: b.n}}
 		}
 	}
 	return a, err
 }
 
-func (p *parser) andExpr() (Expr, error) {
-	a, err := p.notExpr()
-	for err == nil && p.is("and") {
-		p.take()
-		var b Expr
-		if b, err = p.notExpr(); err == nil {
-			a = Expr{&node{kind: kAnd, a: a.n, b: b.n}}
-		}
-	}
-	return a, err
-}
+var (
+	orOps  = map[string]opKind{"or": kOr}
+	andOps = map[string]opKind{"and": kAnd}
+	addOps = map[string]opKind{"+": kAdd, "-": kSub}
+	mulOps = map[string]opKind{"*": kMul, "//": kDiv, "%": kMod}
+)
+
+func (p *parser) orExpr() (Expr, error)  { return p.leftAssoc(p.andExpr, orOps) }
+func (p *parser) andExpr() (Expr, error) { return p.leftAssoc(p.notExpr, andOps) }
 
 func (p *parser) notExpr() (Expr, error) {
 	if p.is("not") {
@@ -952,34 +956,8 @@ func (p *parser) cmpExpr() (Expr, error) {
 	return a, nil
 }
 
-func (p *parser) addExpr() (Expr, error) {
-	a, err := p.mulExpr()
-	for err == nil && (p.is("+") || p.is("-")) {
-		op := p.take().text
-		var b Expr
-		if b, err = p.mulExpr(); err == nil {
-			k := kAdd
-			if op == "-" {
-				k = kSub
-			}
-			a = Expr{&node{kind: k, a: a.n, b: b.n}}
-		}
-	}
-	return a, err
-}
-
-func (p *parser) mulExpr() (Expr, error) {
-	a, err := p.unary()
-	for err == nil && (p.is("*") || p.is("//") || p.is("%")) {
-		op := p.take().text
-		var b Expr
-		if b, err = p.unary(); err == nil {
-			k := map[string]opKind{"*": kMul, "//": kDiv, "%": kMod}[op]
-			a = Expr{&node{kind: k, a: a.n, b: b.n}}
-		}
-	}
-	return a, err
-}
+func (p *parser) addExpr() (Expr, error) { return p.leftAssoc(p.mulExpr, addOps) }
+func (p *parser) mulExpr() (Expr, error) { return p.leftAssoc(p.unary, mulOps) }
 
 func (p *parser) unary() (Expr, error) {
 	if p.is("-") {

@@ -168,7 +168,6 @@ type whoRing [whoRingLen]struct {
 // are, and the ring is skipped whole.
 type agentRing struct {
 	agent    int32
-	head, n  uint8
 	backoff  uint8 // pushes left before the ring compacts again
 	maxEpoch uint32
 	// clean is the bucket's version after this agent's last access, when
@@ -177,13 +176,24 @@ type agentRing struct {
 	// agent's clock only grows: its next access is ordered after all of
 	// them too, and they need not be looked at.
 	clean uint64
-	recs  [recordsPerAgent]rec
+	recRing[rec]
 }
-
-func (g *agentRing) at(i int) *rec { return &g.recs[(int(g.head)+i)&(recordsPerAgent-1)] }
 
 func (g *agentRing) push(r rec) {
 	g.maxEpoch = r.epoch
+	g.recRing.push(r)
+}
+
+// recRing is an agent's recordsPerAgent most recent records, oldest first
+// from head; a push into a full ring replaces the oldest.
+type recRing[R any] struct {
+	head, n uint8
+	recs    [recordsPerAgent]R
+}
+
+func (g *recRing[R]) at(i int) *R { return &g.recs[(int(g.head)+i)&(recordsPerAgent-1)] }
+
+func (g *recRing[R]) push(r R) {
 	if int(g.n) == recordsPerAgent {
 		g.recs[g.head] = r
 		g.head = (g.head + 1) & (recordsPerAgent - 1)

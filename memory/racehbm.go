@@ -43,22 +43,13 @@ type hbmRec struct {
 
 type hbmRing struct {
 	agent    int32
-	head, n  uint8
 	maxEpoch uint32
-	recs     [recordsPerAgent]hbmRec
+	recRing[hbmRec]
 }
-
-func (g *hbmRing) at(i int) *hbmRec { return &g.recs[(int(g.head)+i)&(recordsPerAgent-1)] }
 
 func (g *hbmRing) push(r hbmRec) {
 	g.maxEpoch = r.epoch
-	if int(g.n) == recordsPerAgent {
-		g.recs[g.head] = r
-		g.head = (g.head + 1) & (recordsPerAgent - 1)
-		return
-	}
-	g.recs[(int(g.head)+int(g.n))&(recordsPerAgent-1)] = r
-	g.n++
+	g.recRing.push(r)
 }
 
 type hbmCell struct {

@@ -590,7 +590,9 @@ func (r *Report) CSVRow() string {
 		r.DMA.Bytes, r.DMA.BandwidthGBps, r.HBM.ReadBytes, r.HBM.WriteBytes, r.Instructions, r.HostTimeS, r.ConfigHash)
 }
 
-func bytesStr(b int64) string {
+// HumanBytes prints a size in bytes with a binary unit: 812 B, 7.8 KiB,
+// 15.9 MiB, 2.41 GiB.
+func HumanBytes(b int64) string {
 	switch {
 	case b >= 1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
@@ -650,8 +652,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 	line("engine idle", "%s", strings.Join(idle, "  "))
 	line("", "(no instruction left: after its last one completed, or none at all)")
 	line("DMA", "%s in %d transfers, %.1f GB/s; engines active %.1f%%; DMA-compute overlap %.1f%%",
-		bytesStr(r.DMA.Bytes), r.DMA.Transfers, r.DMA.BandwidthGBps, r.DMA.ActivePct, r.DMAComputeOverlapPc)
-	line("HBM", "read %s, written %s", bytesStr(r.HBM.ReadBytes), bytesStr(r.HBM.WriteBytes))
+		HumanBytes(r.DMA.Bytes), r.DMA.Transfers, r.DMA.BandwidthGBps, r.DMA.ActivePct, r.DMAComputeOverlapPc)
+	line("HBM", "read %s, written %s", HumanBytes(r.HBM.ReadBytes), HumanBytes(r.HBM.WriteBytes))
 	if len(r.Stalls) == 0 {
 		line("top stalls", "none")
 	}
@@ -671,8 +673,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if len(r.Stalls) > 0 {
 		line("", "(waits with instructions left, before the first one too; idle time is not a stall)")
 	}
-	line("SBUF peak", "%s of %s per partition (%.1f%%)", bytesStr(r.SBUF.PeakBytesPerPartition), bytesStr(r.SBUF.CapacityBytes), r.SBUF.PeakPct)
-	line("PSUM peak", "%s of %s per partition (%.1f%%)", bytesStr(r.PSUM.PeakBytesPerPartition), bytesStr(r.PSUM.CapacityBytes), r.PSUM.PeakPct)
+	line("SBUF peak", "%s of %s per partition (%.1f%%)", HumanBytes(r.SBUF.PeakBytesPerPartition), HumanBytes(r.SBUF.CapacityBytes), r.SBUF.PeakPct)
+	line("PSUM peak", "%s of %s per partition (%.1f%%)", HumanBytes(r.PSUM.PeakBytesPerPartition), HumanBytes(r.PSUM.CapacityBytes), r.PSUM.PeakPct)
 	if len(r.Choices) > 0 {
 		var cs []string
 		for _, c := range r.Choices {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/report"
 )
 
 // How a run writes its outputs
@@ -145,23 +146,9 @@ type Written struct {
 // String prints the output as "PATH (SIZE)" or "PATH (SIZE; NOTE)".
 func (w Written) String() string {
 	if w.Note != "" {
-		return fmt.Sprintf("%s (%s; %s)", w.Path, HumanBytes(w.Bytes), w.Note)
+		return fmt.Sprintf("%s (%s; %s)", w.Path, report.HumanBytes(w.Bytes), w.Note)
 	}
-	return fmt.Sprintf("%s (%s)", w.Path, HumanBytes(w.Bytes))
-}
-
-// HumanBytes prints a size in bytes with a binary unit: 812 B, 7.8 KiB,
-// 15.9 MiB, 2.41 GiB.
-func HumanBytes(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
+	return fmt.Sprintf("%s (%s)", w.Path, report.HumanBytes(w.Bytes))
 }
 
 // request is one output path asked for, before it is checked.

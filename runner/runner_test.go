@@ -589,7 +589,7 @@ func TestLargeTraceWarnsBeforeTheSimulation(t *testing.T) {
 	_, err = Run(cfg, Options{Trace: filepath.Join(dir, "t.json"), Warnings: &warnings})
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("trnsim: warning: --trace: the trace will be about %s (%d instructions, about %d bytes each) and tracing slows the run several times; --trace-window START:END (such as 0:50us) or --trace-limit N keeps it small\n",
-		HumanBytes(n*traceBytesPerInstruction), n, traceBytesPerInstruction), atStart, "warned before the simulation")
+		report.HumanBytes(n*traceBytesPerInstruction), n, traceBytesPerInstruction), atStart, "warned before the simulation")
 
 	// One instruction fewer than the threshold, or a window: no warning.
 	traceWarnBytes = (n + 1) * traceBytesPerInstruction
@@ -605,6 +605,6 @@ func TestLargeTraceWarnsBeforeTheSimulation(t *testing.T) {
 
 func TestHumanBytes(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 812: "812 B", 8000: "7.8 KiB", 16 << 20: "16.0 MiB", 2588 << 20: "2.53 GiB"} {
-		assert.Equal(t, want, HumanBytes(n))
+		assert.Equal(t, want, report.HumanBytes(n))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/report"
 )
 
 // traceBytesPerInstruction is the size of a trace per simulated
@@ -81,5 +82,5 @@ func traceWarning(label string, instructions int64) string {
 		return ""
 	}
 	return fmt.Sprintf("warning: %s: the trace will be about %s (%d instructions, about %d bytes each) and tracing slows the run several times; --trace-window START:END (such as 0:50us) or --trace-limit N keeps it small",
-		label, HumanBytes(size), instructions, traceBytesPerInstruction)
+		label, report.HumanBytes(size), instructions, traceBytesPerInstruction)
 }

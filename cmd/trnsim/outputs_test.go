@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/trnsim/trnsim/runner"
+	"github.com/trnsim/trnsim/report"
 )
 
 var smallSets = []string{"--set", "workload.gemm.m=256", "--set", "workload.gemm.k=512", "--set", "workload.gemm.n=512"}
@@ -90,7 +90,7 @@ outputs:
 		p := filepath.Join(dir, "out", name)
 		fi, err := os.Stat(p)
 		require.NoError(t, err)
-		want = append(want, "trnsim: wrote "+p+" ("+runner.HumanBytes(fi.Size())+")")
+		want = append(want, "trnsim: wrote "+p+" ("+report.HumanBytes(fi.Size())+")")
 	}
 	var got []string
 	for _, l := range strings.Split(stderr, "\n") {

@@ -85,12 +85,8 @@ func batchable(l *tile.Loop) bool {
 
 // collectInstance evaluates one instance of a batched op.
 func (w *walk) collectInstance(oi *opInfo) error {
-	core := w.coreOf(oi)
-	ci := w.c.slotOf(core)
-	if ci < 0 {
-		return w.opErr(oi, "core %d is not one the kernel uses", core)
-	}
-	if err := w.evalAccesses(oi, core); err != nil {
+	core, ci, err := w.instance(oi)
+	if err != nil {
 		return err
 	}
 	meta, err := w.body(oi, core, oi.op.Engine, -1, isa.DGENone)

@@ -208,15 +208,7 @@ func (s *stream) entryAt(p int64) *outEntry {
 
 // pushOut appends the instruction at the next position (pos).
 func (s *stream) pushOut(e outEntry, pos int64, x *outExtra) {
-	if s.ocount == len(s.out) {
-		// Grow the ring (a power of two), oldest first.
-		n := max(64, 2*len(s.out))
-		ring := make([]outEntry, n)
-		for i := 0; i < s.ocount; i++ {
-			ring[i] = s.out[(s.ohead+i)&(len(s.out)-1)]
-		}
-		s.out, s.ohead = ring, 0
-	}
+	s.room(1)
 	if s.ocount == 0 {
 		s.opos = pos
 	}
@@ -232,6 +224,23 @@ func (s *stream) pushOut(e outEntry, pos int64, x *outExtra) {
 	}
 }
 
+// room grows the ring (a power of two, oldest first) until k more entries
+// fit.
+func (s *stream) room(k int) {
+	if s.ocount+k <= len(s.out) {
+		return
+	}
+	n := max(64, len(s.out))
+	for n < s.ocount+k {
+		n *= 2
+	}
+	ring := make([]outEntry, n)
+	for i := 0; i < s.ocount; i++ {
+		ring[i] = s.out[(s.ohead+i)&(len(s.out)-1)]
+	}
+	s.out, s.ohead = ring, 0
+}
+
 // pushBulk appends entries with no extra at the next positions, from pos.
 func (s *stream) pushBulk(es []outEntry, pos int64) {
 	if s.skip > 0 {
@@ -242,17 +251,7 @@ func (s *stream) pushBulk(es []outEntry, pos int64) {
 	if len(es) == 0 {
 		return
 	}
-	if s.ocount+len(es) > len(s.out) {
-		n := max(64, len(s.out))
-		for n < s.ocount+len(es) {
-			n *= 2
-		}
-		ring := make([]outEntry, n)
-		for i := 0; i < s.ocount; i++ {
-			ring[i] = s.out[(s.ohead+i)&(len(s.out)-1)]
-		}
-		s.out, s.ohead = ring, 0
-	}
+	s.room(len(es))
 	if s.ocount == 0 {
 		s.opos = pos
 	}

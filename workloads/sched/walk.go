@@ -439,15 +439,22 @@ func (w *walk) evalAccesses(oi *opInfo, core int) error {
 func (c *compiled) engineStream(ci int, e isa.Engine) int32 { return int32(ci*c.perCore + int(e)) }
 func (c *compiled) queueStream(ci, q int) int32             { return int32(ci*c.perCore + int(isa.NumEngines) + q) }
 
+// instance finds the core (and its index) of the op's current instance
+// and evaluates its operands.
+func (w *walk) instance(oi *opInfo) (core, ci int, err error) {
+	core = w.coreOf(oi)
+	ci = w.c.slotOf(core)
+	if ci < 0 {
+		return core, ci, w.opErr(oi, "core %d is not one the kernel uses", core)
+	}
+	return core, ci, w.evalAccesses(oi, core)
+}
+
 // emit makes the instruction of one op instance.
 func (w *walk) emit(oi *opInfo) error {
 	op := oi.op
-	core := w.coreOf(oi)
-	ci := w.c.slotOf(core)
-	if ci < 0 {
-		return w.opErr(oi, "core %d is not one the kernel uses", core)
-	}
-	if err := w.evalAccesses(oi, core); err != nil {
+	core, ci, err := w.instance(oi)
+	if err != nil {
 		return err
 	}
 	if oi.isDMA {

@@ -222,34 +222,12 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 			return c.errAtPath("workload.elementwise.engine", "activation functions run on scalar, not %s", e.Engine)
 		}
 	case "assembly":
-		a := w.Assembly
-		if a.File == "" && a.Source == "" {
-			return required("workload.assembly.file", " (or give the text in workload.assembly.source)")
-		}
-		if a.File != "" && a.Source != "" {
-			return c.errAtPath("workload.assembly.source", "give the assembly in file or in source, not both")
-		}
-		if a.Source != "" {
-			break
-		}
-		a.File = c.ResolvePath(a.File)
-		if err := inputFile(a.File); err != nil {
-			return c.errAtPath("workload.assembly.file", "%s", err)
+		if err := c.fileOrSource(required, "workload.assembly", &w.Assembly.File, w.Assembly.Source, "the text", "the assembly"); err != nil {
+			return err
 		}
 	case "tile":
-		a := w.Tile
-		if a.File == "" && a.Source == "" {
-			return required("workload.tile.file", " (or give the kernel in workload.tile.source)")
-		}
-		if a.File != "" && a.Source != "" {
-			return c.errAtPath("workload.tile.source", "give the kernel in file or in source, not both")
-		}
-		if a.Source != "" {
-			break
-		}
-		a.File = c.ResolvePath(a.File)
-		if err := inputFile(a.File); err != nil {
-			return c.errAtPath("workload.tile.file", "%s", err)
+		if err := c.fileOrSource(required, "workload.tile", &w.Tile.File, w.Tile.Source, "the kernel", "the kernel"); err != nil {
+			return err
 		}
 	}
 	if err := c.checkLoweringUse(); err != nil {
@@ -357,6 +335,26 @@ func (c *RunConfig) checkDType(path, name string, floatOnly bool) error {
 	}
 	if floatOnly && !dt.IsFloat() {
 		return c.errAtPath(path, "must be a floating-point dtype, got %s", name)
+	}
+	return nil
+}
+
+// fileOrSource checks a workload given by a file or inline at path (file
+// and source fields), resolving the file against the config's folder;
+// required reports a missing field. what and name word the errors ("give
+// the text in ...", "give the assembly in file or in source").
+func (c *RunConfig) fileOrSource(required func(path, hint string) error, path string, file *string, source, what, name string) error {
+	switch {
+	case *file == "" && source == "":
+		return required(path+".file", " (or give "+what+" in "+path+".source)")
+	case *file != "" && source != "":
+		return c.errAtPath(path+".source", "give %s in file or in source, not both", name)
+	case source != "":
+		return nil
+	}
+	*file = c.ResolvePath(*file)
+	if err := inputFile(*file); err != nil {
+		return c.errAtPath(path+".file", "%s", err)
 	}
 	return nil
 }

@@ -572,21 +572,29 @@ func (d *Subsystem) retire(q int16, at clock.Time) {
 	}
 }
 
-// transferFIFO is one queue's transfers in submission order, from index
-// head on.
-type transferFIFO struct {
-	items []*transfer
+// transferFIFO is one queue's transfers in submission order.
+type transferFIFO = fifo[*transfer]
+
+// fifo is a queue of items from index head on; the spent prefix is
+// reclaimed when the queue empties or must grow.
+type fifo[T any] struct {
+	items []T
 	head  int
 }
 
-func (f *transferFIFO) front() *transfer {
+func (f *fifo[T]) len() int  { return len(f.items) - f.head }
+func (f *fifo[T]) live() []T { return f.items[f.head:] }
+
+// front returns the oldest item, or the zero value when there is none.
+func (f *fifo[T]) front() T {
 	if f.head < len(f.items) {
 		return f.items[f.head]
 	}
-	return nil
+	var zero T
+	return zero
 }
 
-func (f *transferFIFO) push(t *transfer) {
+func (f *fifo[T]) push(t T) {
 	if f.head > 0 && len(f.items) == cap(f.items) {
 		n := copy(f.items, f.items[f.head:])
 		clear(f.items[n:])
@@ -595,8 +603,9 @@ func (f *transferFIFO) push(t *transfer) {
 	f.items = append(f.items, t)
 }
 
-func (f *transferFIFO) pop() {
-	f.items[f.head] = nil
+func (f *fifo[T]) pop() {
+	var zero T
+	f.items[f.head] = zero
 	f.head++
 	if f.head == len(f.items) {
 		f.items, f.head = f.items[:0], 0
@@ -830,33 +839,8 @@ func (e *Engine) update(now clock.Time) clock.Time {
 	return next
 }
 
-// shareFIFO is one queue's waiting shares, from index head on; the spent
-// prefix is reclaimed when the queue empties or must grow.
-type shareFIFO struct {
-	items []*share
-	head  int
-}
-
-func (f *shareFIFO) len() int       { return len(f.items) - f.head }
-func (f *shareFIFO) front() *share  { return f.items[f.head] }
-func (f *shareFIFO) live() []*share { return f.items[f.head:] }
-
-func (f *shareFIFO) push(sh *share) {
-	if f.head > 0 && len(f.items) == cap(f.items) {
-		n := copy(f.items, f.items[f.head:])
-		clear(f.items[n:])
-		f.items, f.head = f.items[:n], 0
-	}
-	f.items = append(f.items, sh)
-}
-
-func (f *shareFIFO) pop() {
-	f.items[f.head] = nil
-	f.head++
-	if f.head == len(f.items) {
-		f.items, f.head = f.items[:0], 0
-	}
-}
+// shareFIFO is one queue's waiting shares.
+type shareFIFO = fifo[*share]
 
 func (e *Engine) pop(q int) {
 	e.queues[q].pop()

@@ -103,7 +103,7 @@ func (d *Decoded) Cost(ns int64) Cost {
 // are remembered in a bit set of seenBits hashes, cleared every seenBits/8
 // misses (so false repeats stay under 1 in 8).
 const (
-	decodeSlotsMin = 64
+	decodeSlotsMin = 256
 	decodeSlotsMax = 8192
 	seenBits       = 1 << 14
 )
@@ -203,11 +203,13 @@ func (c *DecodeCache) fill(d *Decoded, b *Body) {
 	}
 }
 
-// idHash mixes a body ID (IDs are usually dense: consecutive IDs must not
-// collide in a small table, and the bits above the table size must count).
+// idHash spreads a body ID over the table. IDs are usually dense, and the
+// low bits of a product by an odd constant are a bijection of the ID's low
+// bits, so any run of consecutive IDs no longer than the table lands in
+// distinct slots (mixing in higher bits, as this once did, made bodies an
+// engine cycles through collide and decode again on every pass).
 func idHash(id uint64) uint64 {
-	id *= 0x9E3779B97F4A7C15
-	return id ^ id>>29
+	return id * 0x9E3779B97F4A7C15
 }
 
 // slot returns the table entry for body hash h.

@@ -65,7 +65,6 @@ func (c *compiled) slotOf(core int) int {
 // opInfo is an op of the kernel, ready to execute.
 type opInfo struct {
 	op          *tile.Op
-	text        string
 	isDMA       bool
 	loadOnly    bool // a DMA whose inputs are all in HBM
 	touchesPSUM bool
@@ -237,7 +236,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		}
 	}
 	for _, op := range k.Ops {
-		oi := &opInfo{op: op, text: tile.FormatOp(op), isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1, maxLevel: -1}
+		oi := &opInfo{op: op, isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1, maxLevel: -1}
 		addExpr := func(e tile.Expr) int32 {
 			x := opExpr{code: cc.Compile(e), level: -1}
 			for _, v := range x.code.Vars {
@@ -316,7 +315,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			oi.maxLevel = max(oi.maxLevel, oi.exprs[oi.stop].level)
 		}
 		if !oi.isDMA && nHBM > 0 {
-			return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: oi.text,
+			return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: tile.FormatOp(op),
 				Msg: "compute engines cannot access HBM directly; move the data with a DMA"}
 		}
 		c.ops = append(c.ops, oi)

@@ -320,7 +320,7 @@ func (w *walk) coreOf(oi *opInfo) int {
 }
 
 func (w *walk) opErr(oi *opInfo, format string, args ...any) error {
-	return &OpError{Kernel: w.c.k.Name, File: w.c.k.File, Pos: oi.op.Pos.String(), Op: oi.text, Msg: fmt.Sprintf(format, args...)}
+	return &OpError{Kernel: w.c.k.Name, File: w.c.k.File, Pos: oi.op.Pos.String(), Op: tile.FormatOp(oi.op), Msg: fmt.Sprintf(format, args...)}
 }
 
 // expr returns the value of the op's expression i for the current

@@ -2,6 +2,7 @@ package chip
 
 import (
 	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/engines"
 	"github.com/trnsim/trnsim/isa"
 )
 
@@ -28,7 +29,6 @@ type activity struct {
 	maxBins int
 	compute bins
 	dma     bins
-	next    Tracer
 	// Each engine's busy intervals arrive in start order and mostly touch
 	// one another: they are merged into one open run per engine (and one
 	// for the DMA engines together) and written to the bins when a gap
@@ -140,8 +140,8 @@ func (a *activity) flush() {
 	}
 }
 
-func newActivity(next Tracer) *activity {
-	return &activity{width: 1 << initialBinShift, shift: initialBinShift, maxBins: maxActivityBins, next: next}
+func newActivity() *activity {
+	return &activity{width: 1 << initialBinShift, shift: initialBinShift, maxBins: maxActivityBins}
 }
 
 // add records the busy interval [start, end).
@@ -209,26 +209,16 @@ func (a *activity) overlapPct() float64 {
 	return 100 * float64(both) / float64(dma)
 }
 
-func (a *activity) Instruction(chip, core int32, eng isa.Engine, in *isa.Instruction, start, end clock.Time) {
-	if eng != isa.EngineSync && !in.Op.IsDMA() && end > start {
-		a.extend(int(eng), &a.compute, start, end)
-	}
-	if a.next != nil {
-		a.next.Instruction(chip, core, eng, in, start, end)
+// Committed records a compute engine's busy interval (engines.Observer).
+func (a *activity) Committed(c *engines.Commit) {
+	if c.Engine != isa.EngineSync && !c.In.Op.IsDMA() && c.End > c.Start {
+		a.extend(int(c.Engine), &a.compute, c.Start, c.End)
 	}
 }
 
-func (a *activity) Wait(chip, core int32, eng isa.Engine, in *isa.Instruction, sem isa.SemRef, start, end clock.Time) {
-	if a.next != nil {
-		a.next.Wait(chip, core, eng, in, sem, start, end)
-	}
-}
-
-func (a *activity) DMA(chip, core int32, engine, engines int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+// DMA records a DMA engine's share (dma.Tracer).
+func (a *activity) DMA(chip, core int32, engine, n int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
 	if end > start {
 		a.extend(dmaRun, &a.dma, start, end)
-	}
-	if a.next != nil {
-		a.next.DMA(chip, core, engine, engines, queue, in, bytes, start, end)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/engines"
 	"github.com/trnsim/trnsim/isa"
 )
 
@@ -42,7 +43,7 @@ func (b *bins) values(width clock.Time) []clock.Time {
 func TestActivityBinsMatchTheReference(t *testing.T) {
 	for _, maxBins := range []int{maxActivityBins, 64, 7} {
 		rng := rand.New(rand.NewSource(int64(maxBins)))
-		a := newActivity(nil)
+		a := newActivity()
 		a.maxBins = maxBins
 		var ivs [][2]clock.Time
 		for i := 0; i < 400; i++ {
@@ -72,11 +73,11 @@ func TestActivityOverlap(t *testing.T) {
 	ns := clock.Nanosecond
 	mm := &isa.Instruction{Body: &isa.Body{Op: isa.OpMultiplyMoving, Engine: isa.EngineTensor}}
 	dm := &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync}}
-	a := newActivity(nil)
+	a := newActivity()
 	// TensorE busy [0, 1000) in two touching pieces; 16 DMA engines busy
 	// [500, 1500) and then alone [3000, 3500).
-	a.Instruction(0, 0, isa.EngineTensor, mm, 0, 400*ns)
-	a.Instruction(0, 0, isa.EngineTensor, mm, 400*ns, 1000*ns)
+	a.Committed(&engines.Commit{Engine: isa.EngineTensor, In: mm, Start: 0, End: 400 * ns})
+	a.Committed(&engines.Commit{Engine: isa.EngineTensor, In: mm, Start: 400 * ns, End: 1000 * ns})
 	a.DMA(0, 0, 0, 16, 0, dm, 4096, 500*ns, 1500*ns)
 	a.DMA(0, 0, 0, 16, 0, dm, 4096, 3000*ns, 3500*ns)
 	// 500 of the DMA's 1500 ns overlap compute.
@@ -89,7 +90,7 @@ func TestActivityOverlap(t *testing.T) {
 func TestActivityOverlapMatchesBinValues(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewSource(seed))
-		a := newActivity(nil)
+		a := newActivity()
 		span := int64(3000 * clock.Microsecond) // several chunks of bins
 		for i := 0; i < 2000; i++ {
 			s := clock.Time(rng.Int63n(span))

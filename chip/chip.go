@@ -20,6 +20,7 @@ import (
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/isa/asm"
 	"github.com/trnsim/trnsim/memory"
+	"github.com/trnsim/trnsim/opstats"
 )
 
 // Tracer receives the timeline: engine instructions, semaphore waits and
@@ -38,6 +39,8 @@ type Options struct {
 	// Progress is called about every ProgressEvery instructions.
 	Progress      func(instructions int64, simTime clock.Time)
 	ProgressEvery int64
+	// Observers, if set, see every committed engine instruction too.
+	Observers []engines.Observer
 }
 
 // EngineResult are one engine's statistics.
@@ -82,6 +85,9 @@ type Result struct {
 	Events               int64
 	HostTime             time.Duration
 	Chips                []ChipResult
+	// Ops are the figures per workload op (instruction op ids; 0 for
+	// instructions without one), in order of id.
+	Ops []opstats.Op
 }
 
 // DeadlockError reports a program that cannot finish.
@@ -176,14 +182,25 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	agents := len(order) * perCore
 
 	s := &system{cfg: cfg, prog: prog, boards: map[coreKey]*engines.SemBoard{}}
-	act := newActivity(opts.Tracer)
+	act := newActivity()
+	perOp := opstats.New()
 	s.sim = &engines.Sim{
-		Engine:        sim.NewSerialEngine(),
-		Describe:      func(in *isa.Instruction) string { return Describe(prog, in) },
-		Clocks:        &memory.Clocks{},
-		Progress:      opts.Progress,
-		ProgressEvery: opts.ProgressEvery,
+		Engine:   sim.NewSerialEngine(),
+		Describe: func(in *isa.Instruction) string { return Describe(prog, in) },
+		Clocks:   &memory.Clocks{},
 	}
+	// What watches the run: the overlap record and the per-op counters
+	// always, the caller's tracer, progress and observers when asked.
+	observers := []engines.Observer{act, perOp}
+	dmaTracers := dmaFanOut{act, perOp}
+	if opts.Tracer != nil {
+		observers = append(observers, engines.TraceObserver(opts.Tracer))
+		dmaTracers = append(dmaTracers, opts.Tracer)
+	}
+	if opts.Progress != nil && opts.ProgressEvery > 0 {
+		observers = append(observers, &engines.ProgressObserver{Every: opts.ProgressEvery, Report: opts.Progress})
+	}
+	observers = append(observers, opts.Observers...)
 	s.sim.Boards = func(chip, core int32) *engines.SemBoard {
 		k := coreKey{chip, core}
 		if b, ok := s.boards[k]; ok {
@@ -218,9 +235,11 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	// One race detector sees every core: HBM is shared by a chip's cores,
 	// and an access on one core may race with a transfer of another.
 	var race *memory.RaceDetector
+	hooks := engines.Hooks{Observers: observers}
 	if !opts.NoRaceCheck {
 		race = memory.NewRaceDetector()
 		race.SetBuffers(prog.Buffers)
+		hooks.Race = race
 	}
 	for _, k := range order {
 		board := s.sim.Boards(k.chip, k.core)
@@ -247,7 +266,6 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			dcfg.QoSClasses = co.DMA.QoSClasses
 		}
 		simState := s.sim
-		var dtr dma.Tracer = act
 		d := dma.New(dcfg, dma.Env{
 			Engine: simState.Engine,
 			Post: func(sem isa.SemRef, at clock.Time, add int64, vc memory.VClock) error {
@@ -265,10 +283,9 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			HBM:      s.hbm[k.chip],
 			Race:     race,
 			Clocks:   s.sim.Clocks,
-			Tracer:   dtr,
+			Tracer:   dmaTracers,
 			Describe: simState.Describe,
 		})
-		var etr engines.Tracer = act
 		ccfg := engines.CoreConfig{
 			Chip: k.chip, Core: k.core,
 			Generation:               h.Generation,
@@ -284,7 +301,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			AgentBase:                base,
 			Agents:                   agents,
 		}
-		core := engines.NewCore(s.sim, ccfg, board, d, race, etr, *streams[k])
+		core := engines.NewCore(s.sim, ccfg, board, d, hooks, *streams[k])
 		s.cores = append(s.cores, &coreParts{key: k, core: core, dma: d})
 	}
 	for _, cp := range s.cores {
@@ -301,8 +318,18 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	}
 	res := s.collect()
 	res.DMAComputeOverlapPct = act.overlapPct()
+	res.Ops = perOp.Ops(res.SimTime)
 	res.HostTime = time.Since(hostStart)
 	return res, nil
+}
+
+// dmaFanOut hands every DMA share to several tracers.
+type dmaFanOut []dma.Tracer
+
+func (f dmaFanOut) DMA(chip, core int32, engine, n int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+	for _, t := range f {
+		t.DMA(chip, core, engine, n, queue, in, bytes, start, end)
+	}
 }
 
 // deadlock reports every engine that did not finish its stream.

@@ -50,8 +50,8 @@ type DMAPort interface {
 	Descriptors(in *isa.Instruction) int64
 }
 
-// Tracer receives instructions and waits as they are committed. A nil
-// Tracer costs nothing.
+// Tracer receives instructions and waits as they are committed, as
+// timelines take them (TraceObserver attaches one).
 type Tracer interface {
 	Instruction(chip, core int32, eng isa.Engine, in *isa.Instruction, start, end clock.Time)
 	Wait(chip, core int32, eng isa.Engine, in *isa.Instruction, sem isa.SemRef, start, end clock.Time)
@@ -62,7 +62,7 @@ type Describer func(in *isa.Instruction) string
 
 // Sim is the state shared by every core of one simulation: the Akita engine,
 // the boards of all cores (for semaphores across cores), the failure flag and
-// the progress counter.
+// the instruction and event counts.
 type Sim struct {
 	Engine sim.Engine
 	// Boards maps (chip, core) to a board; set by the chip builder.
@@ -78,9 +78,6 @@ type Sim struct {
 	Now clock.Time
 	// Clocks is shared by the vector clocks of the race detector.
 	Clocks *memory.Clocks
-	// Progress, if set, is called every ProgressEvery instructions.
-	Progress      func(instructions int64, now clock.Time)
-	ProgressEvery int64
 }
 
 // Fail records the first fatal error; later events are ignored.
@@ -114,13 +111,15 @@ type CoreConfig struct {
 
 // Core is one NeuronCore's sequencers and the per-core state they share.
 type Core struct {
-	Cfg    CoreConfig
-	Sim    *Sim
-	Board  *SemBoard
-	DMA    DMAPort
-	Race   *memory.RaceDetector
-	Tracer Tracer
-	Seqs   [isa.NumEngines]*Sequencer
+	Cfg   CoreConfig
+	Sim   *Sim
+	Board *SemBoard
+	DMA   DMAPort
+	// Race checks compute instructions' accesses (nil: no check).
+	Race Checker
+	// Observers see every commit of the core's engines.
+	Observers []Observer
+	Seqs      [isa.NumEngines]*Sequencer
 
 	sbufVG   *memory.Port // VectorE/GpSimd SBUF port (NC-v2)
 	psumVS   *memory.Port // VectorE/ScalarE PSUM port (NC-v2)
@@ -128,9 +127,9 @@ type Core struct {
 }
 
 // NewCore builds a core's sequencers. streams gives each engine's stream
-// (nil: idle engine).
-func NewCore(s *Sim, cfg CoreConfig, board *SemBoard, dma DMAPort, race *memory.RaceDetector, tracer Tracer, streams [isa.NumEngines]isa.Stream) *Core {
-	c := &Core{Cfg: cfg, Sim: s, Board: board, DMA: dma, Race: race, Tracer: tracer}
+// (nil: idle engine); hooks the race check and the observers.
+func NewCore(s *Sim, cfg CoreConfig, board *SemBoard, dma DMAPort, hooks Hooks, streams [isa.NumEngines]isa.Stream) *Core {
+	c := &Core{Cfg: cfg, Sim: s, Board: board, DMA: dma, Race: hooks.Race, Observers: hooks.Observers}
 	c.sbufVG = memory.NewPort("SBUF port shared by vector and gpsimd")
 	c.psumVS = memory.NewPort("PSUM port shared by vector and scalar")
 	for i := 0; i < cfg.Limits.PSUMBanks; i++ {

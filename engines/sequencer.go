@@ -11,26 +11,6 @@ import (
 	"github.com/trnsim/trnsim/memory"
 )
 
-// Stats are one sequencer's counters.
-type Stats struct {
-	Instructions int64
-	// BusyTime is the union of the engine's issue intervals (for TensorE, of
-	// the moving and stationary paths).
-	BusyTime clock.Time
-	// Stall is the time the engine was ready but waited, by cause.
-	Stall [NumStallCauses]clock.Time
-	// FirstStart and LastEnd bound the engine's activity (LastEnd includes
-	// completion latency).
-	FirstStart, LastEnd clock.Time
-	// FLOPs counts TensorE multiply-accumulates x 2; MatmulFLOPs splits
-	// them by class (the moving tile's dtype and the performance mode), the
-	// two things a matmul's peak rate depends on.
-	FLOPs       float64
-	MatmulFLOPs [NumMatmulClasses]float64
-	// OpCounts counts instructions per opcode.
-	OpCounts [isa.NumOpcodes]int64
-}
-
 // Sequencer is one engine of a core: it fetches its stream in order, waits
 // for semaphores, claims shared resources and commits each instruction with
 // its interval and latency.
@@ -82,7 +62,10 @@ type Sequencer struct {
 	inflHead int
 
 	tensor tensorState
+	// Stats are the engine's own counters; commit is what observers are
+	// handed (reused).
 	Stats  Stats
+	commit Commit
 }
 
 type inflightWrite struct {
@@ -116,7 +99,8 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 	if c.Race != nil {
 		s.vc = make(memory.VClock, c.Cfg.Agents)
 	}
-	s.Stats.FirstStart = clock.Never
+	s.Stats = NewStats()
+	s.commit = Commit{Chip: c.Cfg.Chip, Core: c.Cfg.Core, Engine: e, Agent: s.agent}
 	s.tensor.power.init(c.Cfg.Power)
 	if st == nil {
 		s.done = true
@@ -346,24 +330,28 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 		s.recordInflight(start + latency)
 	}
 
-	// Stall accounting: the gap between ready and start goes to the binding
-	// cause.
+	// What observers see: the stall time charged to this instruction and
+	// the semaphore wait it ended.
+	cm := &s.commit
+	cm.In, cm.Dec, cm.Now = in, s.curDec, now
+	cm.NStalls, cm.SemWaitFrom = 0, -1
 	if start > ready && cause != 255 {
-		s.Stats.Stall[cause] += start - ready
+		// The gap between ready and start goes to the binding cause.
+		cm.addStall(cause, start-ready)
 	}
 	if s.waitStart >= 0 {
 		// Time spent blocked before this event.
 		if ready > s.waitStart {
-			s.Stats.Stall[s.waitCause] += ready - s.waitStart
+			cm.addStall(s.waitCause, ready-s.waitStart)
 		}
-		if c.Tracer != nil && s.waitCause == StallSemaphore {
-			c.Tracer.Wait(c.Cfg.Chip, c.Cfg.Core, s.eng, in, s.waitSem, s.waitStart, start)
+		if s.waitCause == StallSemaphore {
+			cm.SemWaitSem, cm.SemWaitFrom, cm.SemWaitTo = s.waitSem, s.waitStart, start
 		}
 		s.waitStart = -1
-	} else if cause == StallSemaphore && start > ready && c.Tracer != nil {
-		c.Tracer.Wait(c.Cfg.Chip, c.Cfg.Core, s.eng, in, s.waitSem, ready, start)
+	} else if cause == StallSemaphore && start > ready {
+		cm.SemWaitSem, cm.SemWaitFrom, cm.SemWaitTo = s.waitSem, ready, start
 	}
-	s.Stats.Stall[StallPower] += powerExtra
+	cm.addStall(StallPower, powerExtra)
 
 	// Data races against every other agent.
 	if c.Race != nil && !isDMA {
@@ -394,30 +382,16 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 		}
 	}
 
-	// Statistics.
 	end := start + interval
-	st := &s.Stats
-	st.Instructions++
-	st.OpCounts[in.Op]++
-	if start < st.FirstStart {
-		st.FirstStart = start
-	}
-	if completion > st.LastEnd {
-		st.LastEnd = completion
-	}
 	if end > s.busyEnd {
-		from := clock.Max(start, s.busyEnd)
-		st.BusyTime += end - from
 		s.busyEnd = end
 	}
-	if c.Tracer != nil {
-		c.Tracer.Instruction(c.Cfg.Chip, c.Cfg.Core, s.eng, in, start, end)
+	cm.Start, cm.End, cm.Completion = start, end, completion
+	s.Stats.Committed(cm)
+	for _, o := range c.Observers {
+		o.Committed(cm)
 	}
-	sm := c.Sim
-	sm.Instructions++
-	if sm.Progress != nil && sm.ProgressEvery > 0 && sm.Instructions%sm.ProgressEvery == 0 {
-		sm.Progress(sm.Instructions, now)
-	}
+	c.Sim.Instructions++
 	if s.eng != isa.EngineTensor {
 		s.freeAt = next
 	}

@@ -67,10 +67,6 @@ func (s *Sequencer) tensorPlan(in *isa.Instruction, t clock.Time, cause StallCau
 		} else if !ts.statUsed {
 			ts.statUsed, ts.firstUse = true, start
 		}
-		s.Stats.FLOPs += s.curDec.FLOPs
-		if in.Op == isa.OpMultiplyMoving {
-			s.Stats.MatmulFLOPs[ClassOf(in.Ins[0].AP.DType, in.Attrs.PerfMode)] += s.curDec.FLOPs
-		}
 	default:
 		// Sequencer-only instructions (DMA triggers, semaphores, nop).
 		start = s.clk.Edge(t)

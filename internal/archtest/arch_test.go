@@ -37,6 +37,8 @@ var onlyRules = []struct {
 	// workloads, no assembly text; engines and dma do not know each other.
 	{[]string{"memory"}, []string{"clock", "isa"}},
 	{[]string{"engines", "dma"}, []string{"clock", "isa", "memory", "internal/eventpool"}},
+	// Statistics per workload op watch the engines; they simulate nothing.
+	{[]string{"opstats"}, []string{"clock", "isa", "memory", "engines", "internal/eventpool"}},
 	// The config layer knows the hardware only through isa's types.
 	{[]string{"configs"}, []string{"isa"}},
 	// The software side: the tile IR, the scheduler and the kernels never
@@ -46,10 +48,10 @@ var onlyRules = []struct {
 	{[]string{"workloads/kernels"}, []string{"isa", "isa/asm", "workloads/tile", "workloads/sched"}},
 	{[]string{"workloads"}, []string{"isa", "isa/asm", "configs", "workloads/..."}},
 	// The simulated system knows no workload and no report.
-	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "internal/..."}},
+	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/..."}},
 	// Above the simulation.
-	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "internal/...", "chip", "workloads/..."}},
-	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "internal/...", "chip", "workloads/...", "report"}},
+	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/..."}},
+	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "report"}},
 	{[]string{"validate", "cmd/trnsim"}, []string{"..."}},
 }
 

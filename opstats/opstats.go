@@ -106,26 +106,37 @@ func (s *Collector) Committed(cm *engines.Commit) {
 		c.busyEnd = cm.End
 	}
 	c.FLOPs += cm.Dec.FLOPs
+	if in := cm.In; in.Op.IsDMA() && len(in.Outs) > 0 && len(in.Ins) > 0 {
+		// The transfer's bytes, as the DMA statistics count them: the
+		// destination's, and each side's that is in HBM.
+		d := s.transfers(cm.Chip, cm.Core, op)
+		dst, src := in.Outs[0].AP.Bytes(), in.Ins[0].AP.Bytes()
+		d.Bytes += dst
+		if in.Ins[0].AP.Mem == isa.MemHBM {
+			d.HBMReadBytes += src
+		}
+		if in.Outs[0].AP.Mem == isa.MemHBM {
+			d.HBMWriteBytes += dst
+		}
+	}
 }
 
-// DMA counts one share of a transfer: engines engine..engine+n-1 each
-// moved bytes over [start, end). Shares arrive as they retire, in order of
-// end.
-func (s *Collector) DMA(chip, core int32, engine, n int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
-	k := DMAKey{chip, core, in.OpID}
+// transfers returns the DMA counters of (chip, core, op).
+func (s *Collector) transfers(chip, core, op int32) *DMACounters {
+	k := DMAKey{chip, core, op}
 	c := s.dma[k]
 	if c == nil {
 		c = &DMACounters{FirstStart: clock.Never}
 		s.dma[k] = c
 	}
-	moved := bytes * int64(n)
-	c.Bytes += moved
-	if len(in.Ins) > 0 && in.Ins[0].AP.Mem == isa.MemHBM {
-		c.HBMReadBytes += moved
-	}
-	if len(in.Outs) > 0 && in.Outs[0].AP.Mem == isa.MemHBM {
-		c.HBMWriteBytes += moved
-	}
+	return c
+}
+
+// DMA counts one share of a transfer: engines engine..engine+n-1 each
+// moved bytes over [start, end). Shares arrive as they retire, in order of
+// end. (A transfer's bytes are counted once, when its trigger commits.)
+func (s *Collector) DMA(chip, core int32, engine, n int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+	c := s.transfers(chip, core, in.OpID)
 	if start < c.FirstStart {
 		c.FirstStart = start
 	}

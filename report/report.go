@@ -67,9 +67,11 @@ type Report struct {
 	SBUF    MemReport               `json:"sbuf"`
 	PSUM    MemReport               `json:"psum"`
 	Stalls  []StallReport           `json:"stalls"`
-	Choices []ChoiceReport          `json:"lowering"`
-	Notes   []string                `json:"lowering_notes"`
-	Chips   []ChipReport            `json:"chips"`
+	// Ops are the figures per workload op, in order of id.
+	Ops     []OpReport     `json:"ops"`
+	Choices []ChoiceReport `json:"lowering"`
+	Notes   []string       `json:"lowering_notes"`
+	Chips   []ChipReport   `json:"chips"`
 }
 
 // EngineReport are one engine's figures (averaged over cores at the top
@@ -499,6 +501,11 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 		r.Choices = append(r.Choices, ChoiceReport{Path: c.Path, Value: c.Value, Auto: c.Auto})
 	}
 	r.Notes = info.Notes
+	ops, err := buildOps(res, info, r.CoresUsed)
+	if err != nil {
+		return nil, err
+	}
+	r.Ops = ops
 	return r, nil
 }
 
@@ -673,6 +680,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if len(r.Stalls) > 0 {
 		line("", "(waits with instructions left, before the first one too; idle time is not a stall)")
 	}
+	r.writeOps(w, line)
 	line("SBUF peak", "%s of %s per partition (%.1f%%)", HumanBytes(r.SBUF.PeakBytesPerPartition), HumanBytes(r.SBUF.CapacityBytes), r.SBUF.PeakPct)
 	line("PSUM peak", "%s of %s per partition (%.1f%%)", HumanBytes(r.PSUM.PeakBytesPerPartition), HumanBytes(r.PSUM.CapacityBytes), r.PSUM.PeakPct)
 	if len(r.Choices) > 0 {

@@ -280,3 +280,37 @@ func TestFP8ExampleKernel(t *testing.T) {
 	assert.InDelta(t, 100*r.FLOPs/(2*base)/r.SimulatedTimeS, r.PeakPct, 1e-9)
 	assert.LessOrEqual(t, r.PeakPct, 100.0)
 }
+
+// results.json's ops: one per workload op, with the fields the model
+// reports and the GPU comparison read, and shares that add up to the run.
+func TestOpsInResults(t *testing.T) {
+	cfg := trn2(t, "workload.gemm.m=512", "workload.gemm.k=1024", "workload.gemm.n=1024")
+	out, err := runner.Run(cfg, runner.Options{})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, out.Report.WriteJSON(&buf))
+	var m struct {
+		SimulatedTimeS float64                      `json:"simulated_time_s"`
+		HBM            map[string]int64             `json:"hbm"`
+		Ops            []map[string]json.RawMessage `json:"ops"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &m))
+	require.Len(t, m.Ops, 1, "a GEMM is one op")
+	op := m.Ops[0]
+	for _, k := range []string{"id", "name", "kind", "flops", "hbm_bytes", "start_s", "end_s", "busy_s", "time_s", "top_stall", "stall_s"} {
+		assert.Contains(t, op, k)
+	}
+	var back report.Report
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+	assert.Equal(t, out.Report.Ops, back.Ops, "ops read back")
+	o := out.Report.Ops[0]
+	assert.Equal(t, "matmul", o.Name)
+	assert.InDelta(t, m.SimulatedTimeS, o.TimeS, 1e-15)
+	assert.Equal(t, m.HBM["read_bytes"]+m.HBM["write_bytes"], o.HBMBytes)
+	assert.InDelta(t, 2*512*1024*1024.0, o.FLOPs, 1)
+	assert.InDelta(t, out.Report.Engines["tensor"].BusyS, o.BusyS["tensor"], 1e-12, "one op: its TensorE busy is the run's")
+	assert.Contains(t, o.BusyS, "dma")
+	var sum bytes.Buffer
+	out.Report.WriteSummary(&sum)
+	assert.Contains(t, sum.String(), "top ops            matmul: ")
+}

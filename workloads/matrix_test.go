@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trnsim/trnsim/chip"
+	"github.com/trnsim/trnsim/clock"
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/isa"
 )
@@ -53,6 +54,68 @@ func checkGEMM(t *testing.T, sets []string) {
 	assert.Equal(t, g.M*g.N*int64(out.Bytes()), res.Chips[0].HBMWriteBytes, "C is written once")
 	assert.GreaterOrEqual(t, float64(res.SimTime)*1e-15*cfg.Hardware.PeakFLOPSPerCore(info.DType), info.FLOPs*0.999,
 		"no faster than the TensorE peak")
+	checkOps(t, res)
+}
+
+// checkOps checks the per-op figures against the run's: they cover every
+// instruction, busy time, stall, HBM byte and FLOP exactly once, and the
+// ops' shares of time add up to the simulated time.
+func checkOps(t *testing.T, res *chip.Result) {
+	t.Helper()
+	require.NotEmpty(t, res.Ops)
+	var instr int64
+	var flops float64
+	var read, write int64
+	var share clock.Time
+	var busy [isa.NumEngines]clock.Time
+	var stall clock.Time
+	for _, o := range res.Ops {
+		instr += o.Instructions
+		flops += o.FLOPs
+		read += o.HBMReadBytes
+		write += o.HBMWriteBytes
+		share += o.Time
+		assert.LessOrEqual(t, o.DMABusy, res.SimTime, "op %d DMA busy", o.ID)
+		assert.LessOrEqual(t, o.End, res.SimTime, "op %d ends in the run", o.ID)
+		for e := range busy {
+			busy[e] += o.Busy[e]
+			for _, st := range o.Stall[e] {
+				stall += st
+			}
+		}
+	}
+	var runBusy [isa.NumEngines]clock.Time
+	var runStall clock.Time
+	var runFLOPs float64
+	var runRead, runWrite int64
+	for _, ch := range res.Chips {
+		runRead += ch.HBMReadBytes
+		runWrite += ch.HBMWriteBytes
+		for _, c := range ch.Cores {
+			for e, er := range c.Engines {
+				runBusy[e] += er.Busy
+				runFLOPs += er.FLOPs
+				for _, st := range er.Stall {
+					runStall += st
+				}
+			}
+		}
+	}
+	assert.Equal(t, res.Instructions, instr, "every instruction belongs to one op")
+	assert.InDelta(t, runFLOPs, flops, 1, "FLOPs")
+	assert.Equal(t, runRead, read, "HBM bytes read")
+	assert.Equal(t, runWrite, write, "HBM bytes written")
+	assert.Equal(t, res.SimTime, share, "the ops' shares of time")
+	assert.Equal(t, runStall, stall, "stall time")
+	for e := range busy {
+		// One op per engine interval: an engine's busy time is the sum of
+		// its ops' (TensorE's paths may overlap across ops, never above).
+		if isa.Engine(e) == isa.EngineTensor {
+			assert.GreaterOrEqual(t, busy[e], runBusy[e], "%s busy", isa.Engine(e))
+		} else {
+			assert.Equal(t, runBusy[e], busy[e], "%s busy", isa.Engine(e))
+		}
+	}
 }
 
 // transposeFLOPs is what TensorE transposes count as FLOPs (none: they are

@@ -189,9 +189,10 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 		Describe: func(in *isa.Instruction) string { return Describe(prog, in) },
 		Clocks:   &memory.Clocks{},
 	}
-	// What watches the run: the overlap record and the per-op counters
-	// always, the caller's tracer, progress and observers when asked.
-	observers := []engines.Observer{act, perOp}
+	// What watches the run: the engines' own counters (per op too), the
+	// overlap record and the per-op DMA time always; the caller's tracer,
+	// progress and observers when asked.
+	observers := []engines.Observer{act}
 	dmaTracers := dmaFanOut{act, perOp}
 	if opts.Tracer != nil {
 		observers = append(observers, engines.TraceObserver(opts.Tracer))
@@ -318,6 +319,11 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	}
 	res := s.collect()
 	res.DMAComputeOverlapPct = act.overlapPct()
+	for _, cp := range s.cores {
+		for _, seq := range cp.core.Seqs {
+			perOp.AddEngine(cp.key.chip, cp.key.core, seq.Engine(), &seq.Stats)
+		}
+	}
 	res.Ops = perOp.Ops(res.SimTime)
 	res.HostTime = time.Since(hostStart)
 	return res, nil
@@ -387,6 +393,7 @@ func (s *system) collect() *Result {
 	for _, cp := range s.cores {
 		cr := CoreResult{Chip: cp.key.chip, Core: cp.key.core, DMA: cp.dma.FinalStats()}
 		for _, seq := range cp.core.Seqs {
+			seq.Stats.Finish()
 			st := seq.Stats
 			cr.Engines[seq.Engine()] = EngineResult{Engine: seq.Engine(), Instructions: st.Instructions, Busy: st.BusyTime,
 				Stall: st.Stall, FirstStart: st.FirstStart, LastEnd: st.LastEnd, FLOPs: st.FLOPs, MatmulFLOPs: st.MatmulFLOPs, OpCounts: st.OpCounts}

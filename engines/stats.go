@@ -1,11 +1,15 @@
 package engines
 
 import (
+	"slices"
+
 	"github.com/trnsim/trnsim/clock"
 	"github.com/trnsim/trnsim/isa"
 )
 
-// Stats are one engine's counters, kept by observing its commits.
+// Stats are one engine's counters, kept by observing its commits: the
+// engine's own, and the same per workload op (the instructions' op id).
+// Call Finish before reading the totals.
 type Stats struct {
 	Instructions int64
 	// BusyTime is the union of the engine's issue intervals (for TensorE, of
@@ -23,36 +27,110 @@ type Stats struct {
 	MatmulFLOPs [NumMatmulClasses]float64
 	// OpCounts counts instructions per opcode.
 	OpCounts [isa.NumOpcodes]int64
+	// Ops are the counters per workload op id.
+	Ops map[int32]*OpCounters
+
+	busyEnd clock.Time
+	cur     *OpCounters // the counters of curOp, the latest op
+	curOp   int32
+}
+
+// OpCounters are one engine's figures for one workload op.
+type OpCounters struct {
+	Instructions int64
+	// Busy is the union of the op's issue intervals on the engine.
+	Busy clock.Time
+	// Stall is the stall time charged to the op's instructions, by cause.
+	Stall [NumStallCauses]clock.Time
+	// FirstStart and LastEnd bound the op's activity on the engine
+	// (LastEnd includes completion latency).
+	FirstStart, LastEnd clock.Time
+	FLOPs               float64
+	// DMABytes are the bytes the op's transfers triggered here wrote to
+	// their destinations; HBMReadBytes and HBMWriteBytes the part read from
+	// or written to HBM (counted as the DMA statistics count them).
+	DMABytes, HBMReadBytes, HBMWriteBytes int64
 
 	busyEnd clock.Time
 }
 
 // NewStats returns empty counters.
-func NewStats() Stats { return Stats{FirstStart: clock.Never} }
+func NewStats() Stats { return Stats{FirstStart: clock.Never, Ops: map[int32]*OpCounters{}} }
 
-// Committed counts c (an engine's commits arrive in start order, so the
-// busy union needs only the end of the last interval).
+// Committed counts c. An engine's commits arrive in start order, so a busy
+// union needs only the end of the last interval.
 func (st *Stats) Committed(c *Commit) {
-	st.Instructions++
 	in := c.In
 	st.OpCounts[in.Op]++
-	for i := 0; i < c.NStalls; i++ {
-		st.Stall[c.Stalls[i].Cause] += c.Stalls[i].Time
-	}
-	if c.Start < st.FirstStart {
-		st.FirstStart = c.Start
-	}
-	if c.Completion > st.LastEnd {
-		st.LastEnd = c.Completion
-	}
 	if c.End > st.busyEnd {
 		st.BusyTime += c.End - clock.Max(c.Start, st.busyEnd)
 		st.busyEnd = c.End
 	}
+	o := st.cur
+	if o == nil || st.curOp != in.OpID {
+		o = st.Ops[in.OpID]
+		if o == nil {
+			o = &OpCounters{FirstStart: clock.Never}
+			st.Ops[in.OpID] = o
+		}
+		st.cur, st.curOp = o, in.OpID
+	}
+	o.Instructions++
+	for i := 0; i < c.NStalls; i++ {
+		o.Stall[c.Stalls[i].Cause] += c.Stalls[i].Time
+	}
+	if c.Start < o.FirstStart {
+		o.FirstStart = c.Start
+	}
+	if c.Completion > o.LastEnd {
+		o.LastEnd = c.Completion
+	}
+	if c.End > o.busyEnd {
+		o.Busy += c.End - clock.Max(c.Start, o.busyEnd)
+		o.busyEnd = c.End
+	}
 	if f := c.Dec.FLOPs; f != 0 {
-		st.FLOPs += f
+		o.FLOPs += f
 		if in.Op == isa.OpMultiplyMoving {
 			st.MatmulFLOPs[ClassOf(in.Ins[0].AP.DType, in.Attrs.PerfMode)] += f
 		}
 	}
+	if in.Op.IsDMA() && len(in.Outs) > 0 && len(in.Ins) > 0 {
+		dst, src := &in.Outs[0].AP, &in.Ins[0].AP
+		b := dst.Bytes()
+		o.DMABytes += b
+		if src.Mem == isa.MemHBM {
+			o.HBMReadBytes += src.Bytes()
+		}
+		if dst.Mem == isa.MemHBM {
+			o.HBMWriteBytes += b
+		}
+	}
+}
+
+// Finish sums the per-op counters into the engine's totals (in order of
+// op id, so the sums are the same on every run).
+func (st *Stats) Finish() {
+	st.Instructions, st.FLOPs, st.Stall = 0, 0, [NumStallCauses]clock.Time{}
+	st.FirstStart, st.LastEnd = clock.Never, 0
+	for _, id := range st.OpIDs() {
+		o := st.Ops[id]
+		st.Instructions += o.Instructions
+		st.FLOPs += o.FLOPs
+		for i, t := range o.Stall {
+			st.Stall[i] += t
+		}
+		st.FirstStart = min(st.FirstStart, o.FirstStart)
+		st.LastEnd = max(st.LastEnd, o.LastEnd)
+	}
+}
+
+// OpIDs returns the ids of the ops the engine ran, in order.
+func (st *Stats) OpIDs() []int32 {
+	ids := make([]int32, 0, len(st.Ops))
+	for id := range st.Ops {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -12,26 +12,8 @@ import (
 	"github.com/trnsim/trnsim/isa"
 )
 
-// Counters are one (chip, core, engine, op)'s figures.
-type Counters struct {
-	Instructions int64
-	// Busy is the union of the op's issue intervals on the engine.
-	Busy clock.Time
-	// Stall is the stall time charged to the op's instructions, by cause.
-	Stall [engines.NumStallCauses]clock.Time
-	// FirstStart and LastEnd bound the op's activity on the engine
-	// (LastEnd includes completion latency).
-	FirstStart, LastEnd clock.Time
-	// FLOPs are TensorE's multiply-accumulates x 2.
-	FLOPs   float64
-	busyEnd clock.Time
-}
-
-// DMACounters are one (chip, core, op)'s transfers.
+// DMACounters are the time one core's DMA engines spent on one op.
 type DMACounters struct {
-	// Bytes are the bytes the op's transfers wrote to their destinations;
-	// HBMReadBytes and HBMWriteBytes the part read from or written to HBM.
-	Bytes, HBMReadBytes, HBMWriteBytes int64
 	// Busy is the time some DMA engine of the core moved the op's data
 	// (the union of its shares' intervals).
 	Busy clock.Time
@@ -40,103 +22,48 @@ type DMACounters struct {
 	open                unionTail
 }
 
-// Key names one engine's counters of one op.
-type Key struct {
-	Chip, Core int32
-	Engine     isa.Engine
-	Op         int32
-}
-
 // DMAKey names one core's DMA counters of one op.
 type DMAKey struct {
 	Chip, Core int32
 	Op         int32
 }
 
-// Collector gathers the counters; it is an engines.Observer and a
-// dma.Tracer. Not safe for concurrent use (one simulation runs its events
-// in order).
+// Collector gathers the per-op figures: the DMA engines' shares as they
+// retire (it is a dma.Tracer) and, after the run, each engine's counters
+// per op (engines.Stats.Ops). Not safe for concurrent use (one simulation
+// runs its events in order).
 type Collector struct {
-	compute map[Key]*Counters
 	dma     map[DMAKey]*DMACounters
-	// last caches, per agent, the counters of its latest op: an engine
-	// runs long stretches of one op.
-	last []lastCounters
+	engines []engineOps
 }
 
-type lastCounters struct {
-	op int32
-	c  *Counters
+type engineOps struct {
+	chip, core int32
+	eng        isa.Engine
+	st         *engines.Stats
 }
 
 // New returns an empty collector.
 func New() *Collector {
-	return &Collector{compute: map[Key]*Counters{}, dma: map[DMAKey]*DMACounters{}}
+	return &Collector{dma: map[DMAKey]*DMACounters{}}
 }
 
-// Committed counts one engine instruction.
-func (s *Collector) Committed(cm *engines.Commit) {
-	op := cm.In.OpID
-	for len(s.last) <= cm.Agent {
-		s.last = append(s.last, lastCounters{op: -1})
-	}
-	l := &s.last[cm.Agent]
-	c := l.c
-	if c == nil || l.op != op {
-		k := Key{cm.Chip, cm.Core, cm.Engine, op}
-		c = s.compute[k]
-		if c == nil {
-			c = &Counters{FirstStart: clock.Never}
-			s.compute[k] = c
-		}
-		l.op, l.c = op, c
-	}
-	c.Instructions++
-	for i := 0; i < cm.NStalls; i++ {
-		c.Stall[cm.Stalls[i].Cause] += cm.Stalls[i].Time
-	}
-	if cm.Start < c.FirstStart {
-		c.FirstStart = cm.Start
-	}
-	if cm.Completion > c.LastEnd {
-		c.LastEnd = cm.Completion
-	}
-	if cm.End > c.busyEnd {
-		c.Busy += cm.End - clock.Max(cm.Start, c.busyEnd)
-		c.busyEnd = cm.End
-	}
-	c.FLOPs += cm.Dec.FLOPs
-	if in := cm.In; in.Op.IsDMA() && len(in.Outs) > 0 && len(in.Ins) > 0 {
-		// The transfer's bytes, as the DMA statistics count them: the
-		// destination's, and each side's that is in HBM.
-		d := s.transfers(cm.Chip, cm.Core, op)
-		dst, src := in.Outs[0].AP.Bytes(), in.Ins[0].AP.Bytes()
-		d.Bytes += dst
-		if in.Ins[0].AP.Mem == isa.MemHBM {
-			d.HBMReadBytes += src
-		}
-		if in.Outs[0].AP.Mem == isa.MemHBM {
-			d.HBMWriteBytes += dst
-		}
-	}
+// AddEngine records an engine's counters per op, once its run is over.
+func (s *Collector) AddEngine(chip, core int32, eng isa.Engine, st *engines.Stats) {
+	s.engines = append(s.engines, engineOps{chip, core, eng, st})
 }
 
-// transfers returns the DMA counters of (chip, core, op).
-func (s *Collector) transfers(chip, core, op int32) *DMACounters {
-	k := DMAKey{chip, core, op}
+// DMA counts one share of a transfer: engines engine..engine+n-1 each
+// moved bytes over [start, end). Shares arrive as they retire, in order of
+// end. (A transfer's bytes are counted once, when its trigger commits, by
+// the triggering engine's counters.)
+func (s *Collector) DMA(chip, core int32, engine, n int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
+	k := DMAKey{chip, core, in.OpID}
 	c := s.dma[k]
 	if c == nil {
 		c = &DMACounters{FirstStart: clock.Never}
 		s.dma[k] = c
 	}
-	return c
-}
-
-// DMA counts one share of a transfer: engines engine..engine+n-1 each
-// moved bytes over [start, end). Shares arrive as they retire, in order of
-// end. (A transfer's bytes are counted once, when its trigger commits.)
-func (s *Collector) DMA(chip, core int32, engine, n int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
-	c := s.transfers(chip, core, in.OpID)
 	if start < c.FirstStart {
 		c.FirstStart = start
 	}
@@ -145,12 +72,6 @@ func (s *Collector) DMA(chip, core int32, engine, n int, queue int16, in *isa.In
 	}
 	c.Busy += c.open.add(start, end)
 }
-
-// Compute returns the engine counters.
-func (s *Collector) Compute() map[Key]*Counters { return s.compute }
-
-// Transfers returns the DMA counters.
-func (s *Collector) Transfers() map[DMAKey]*DMACounters { return s.dma }
 
 // unionTail measures the union of intervals that arrive in order of end
 // by keeping the last unionRuns disjoint runs open: an interval that
@@ -332,22 +253,40 @@ func (s *Collector) Ops(simTime clock.Time) []Op {
 		}
 		return o
 	}
-	for k, c := range s.compute {
-		o := get(k.Op)
-		o.Instructions += c.Instructions
-		o.FLOPs += c.FLOPs
-		o.Busy[k.Engine] += c.Busy
-		for i, t := range c.Stall {
-			o.Stall[k.Engine][i] += t
+	for _, e := range s.engines {
+		for _, id := range e.st.OpIDs() {
+			c := e.st.Ops[id]
+			o := get(id)
+			o.Instructions += c.Instructions
+			o.FLOPs += c.FLOPs
+			o.DMABytes += c.DMABytes
+			o.HBMReadBytes += c.HBMReadBytes
+			o.HBMWriteBytes += c.HBMWriteBytes
+			o.Busy[e.eng] += c.Busy
+			for i, t := range c.Stall {
+				o.Stall[e.eng][i] += t
+			}
+			o.Start = min(o.Start, c.FirstStart)
+			o.End = max(o.End, c.LastEnd)
 		}
-		o.Start = min(o.Start, c.FirstStart)
-		o.End = max(o.End, c.LastEnd)
 	}
-	for k, c := range s.dma {
+	keys := make([]DMAKey, 0, len(s.dma))
+	for k := range s.dma {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Chip != b.Chip {
+			return a.Chip < b.Chip
+		}
+		if a.Core != b.Core {
+			return a.Core < b.Core
+		}
+		return a.Op < b.Op
+	})
+	for _, k := range keys {
+		c := s.dma[k]
 		o := get(k.Op)
-		o.DMABytes += c.Bytes
-		o.HBMReadBytes += c.HBMReadBytes
-		o.HBMWriteBytes += c.HBMWriteBytes
 		o.DMABusy += c.Busy
 		o.Start = min(o.Start, c.FirstStart)
 		o.End = max(o.End, c.LastEnd)

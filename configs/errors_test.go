@@ -146,7 +146,7 @@ func TestLoadErrorsUnknownField(t *testing.T) {
 			"  gemm: {m: 128, k: 128, n: 128}",
 			"  lowering:",
 			"    tile_m: 128",
-		), nil, "test.yaml:6:5: workload.lowering.tile_m: unknown field (known fields of workload.lowering: accumulate_dtype, block_k, block_m, block_n, buffers, dge, dma_queues, elementwise_free, evacuate, loop_order, psum_banks, result_buffers, tile_n, transpose)"},
+		), nil, "test.yaml:6:5: workload.lowering.tile_m: unknown field (known fields of workload.lowering: accumulate_dtype, block_k, block_m, block_n, buffers, dge, dma_queues, elementwise_free, evacuate, loop_order, matmul_mode, psum_banks, result_buffers, tile_n, transpose)"},
 		{"outputs", withGEMM(
 			"hardware: {preset: trn2}",
 			"outputs: {png: x.png}",

@@ -121,6 +121,11 @@ type Lowering struct {
 	// the stationary layout: dma (DMA transposes, 2- and 4-byte dtypes),
 	// tensor (TensorE transposes through PSUM), or auto (dma where it can).
 	Transpose string `yaml:"transpose"`
+	// MatmulMode is TensorE's matmul mode for the GEMM: normal, double_row
+	// (FP8 double-row, fp8e4/fp8e5 on NeuronCore-v3: twice the FLOPs of a
+	// BF16 pair in its time) or auto (double_row where the hardware and
+	// dtype allow it).
+	MatmulMode string `yaml:"matmul_mode"`
 	// ElementwiseFree is the free size of each elementwise instruction.
 	ElementwiseFree int `yaml:"elementwise_free" check:"nonneg"`
 	// LoopOrder is the GEMM block loop order: nkm (K blocks outside M

@@ -254,6 +254,9 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	if l.Transpose != "" && !contains([]string{"dma", "tensor", "auto"}, l.Transpose) {
 		return c.errAtPath("workload.lowering.transpose", "must be dma, tensor or auto, got %q", l.Transpose)
 	}
+	if l.MatmulMode != "" && !contains([]string{"normal", "double_row", "auto"}, l.MatmulMode) {
+		return c.errAtPath("workload.lowering.matmul_mode", "must be normal, double_row or auto, got %q", l.MatmulMode)
+	}
 	return nil
 }
 

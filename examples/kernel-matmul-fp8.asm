@@ -5,10 +5,12 @@
 ; Double-row FP8 (perf=2, NeuronCore-v3) packs two rows of the contraction
 ; into each PE row: the logical array is 256x128, and a load_stationary /
 ; multiply_moving pair takes the time of a BF16 pair while doing twice the
-; FLOPs (reference §2.2). In trnsim's ISA a double-row stationary tile is
-; [128, 2 x 128] (two K rows per partition) and each of the 128 moving
-; partitions carries two K rows too, so one matmul contracts K = 256.
-; K = 1024 is four such matmuls, accumulated in one PSUM bank.
+; FLOPs (reference §2.2). In trnsim's ISA, as on the hardware, a
+; double-row stationary tile is [128, 2 x 128] and a moving tile
+; [128, 2 x 512] (two K rows per partition each), so one matmul contracts
+; K = 256 into an output of 512 columns. K = 1024 is four such matmuls,
+; accumulated in one PSUM bank. Both inputs are stored in HBM the same
+; way: row p of K-pair j holds K rows 256j + p and 256j + 128 + p.
 ;
 ; The peak that HFU divides by follows the mode: 2 x 78.64 = 157.29 TFLOPS
 ; per core for these matmuls (a BF16 kernel would be measured against
@@ -20,12 +22,12 @@
 .target trn2
 .core 0 0
 
-.buffer at_hbm hbm fp8e4 [512, 256]      ; A^T, four K-tiles of [128, 2 x 128]
-.buffer b_hbm  hbm fp8e4 [512, 512]      ; B, four K-tiles of [128, 512]
+.buffer at_hbm hbm fp8e4 [512, 256]      ; A^T, four K-pairs of [128, 2 x 128]
+.buffer b_hbm  hbm fp8e4 [512, 1024]     ; B, four K-pairs of [128, 2 x 512]
 .buffer c_hbm  hbm bf16 [128, 512]
 
 .buffer at_sb sbuf fp8e4 [128, 4, 256]
-.buffer b_sb  sbuf fp8e4 [128, 4, 512]
+.buffer b_sb  sbuf fp8e4 [128, 4, 1024]
 .buffer c_ps  psum fp32 [128, 512]
 .buffer c_sb  sbuf bf16 [128, 512]
 

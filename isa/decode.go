@@ -197,9 +197,11 @@ func (c *DecodeCache) fill(d *Decoded, b *Body) {
 	*d = Decoded{Flags: c.model.Flags(&Instruction{Body: b}), model: c.model, cache: c, body: b, id: b.ID}
 	d.nSpans = int32(len(AppendSpans(d.spans[:0], b)))
 	if b.Op == OpMultiplyMoving && len(b.Ins) > 0 && len(b.Outs) > 0 {
-		mv := &b.Ins[0].AP
-		k := float64(mv.PartCount) * float64(PerfModeRows(b.Attrs.PerfMode))
-		d.FLOPs = 2 * k * float64(b.Outs[0].AP.PartCount) * float64(mv.FreeSize())
+		// K is the moving tile's partitions times the rows each carries;
+		// the output is [M, N].
+		k := float64(b.Ins[0].AP.PartCount) * float64(PerfModeRows(b.Attrs.PerfMode))
+		out := &b.Outs[0].AP
+		d.FLOPs = 2 * k * float64(out.PartCount) * float64(out.FreeSize())
 	}
 }
 

@@ -262,10 +262,17 @@ func (l *Limits) checkBody(in *Instruction) error {
 		if dst.DType.IsHalf() {
 			maxN = int64(l.MovingFreeMaxHalf)
 		}
-		if mv.FreeSize() > maxN {
-			return l.failOp(in, 2, "moving free size %d exceeds the limit of %d", mv.FreeSize(), maxN)
+		// In double-row mode each moving partition carries modeRows rows
+		// of the contraction: the moving tile is [128, rows, N] for an
+		// output of N columns.
+		rows := int64(modeRows(in.Attrs.PerfMode))
+		if mv.FreeSize() > maxN*rows {
+			return l.failOp(in, 2, "moving free size %d exceeds the limit of %d", mv.FreeSize(), maxN*rows)
 		}
-		if dst.FreeSize() != mv.FreeSize() {
+		if rows > 1 && dst.FreeSize()*rows != mv.FreeSize() {
+			return l.failOp(in, 1, "multiply_moving output free size %d is not 1/%d of the double-row moving free size %d (the moving tile is [128, %d, N] for N output columns)", dst.FreeSize(), rows, mv.FreeSize(), rows)
+		}
+		if rows == 1 && dst.FreeSize() != mv.FreeSize() {
 			return l.failOp(in, 1, "multiply_moving output free size %d differs from moving free size %d", dst.FreeSize(), mv.FreeSize())
 		}
 		if int(dst.PartCount) > l.ArrayCols {

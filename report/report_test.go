@@ -144,7 +144,7 @@ func matmulKernel(bf16Reps, fp8Reps int) string {
 .buffer w16 sbuf bf16 [128, 128]
 .buffer x16 sbuf bf16 [128, 512]
 .buffer w8 sbuf fp8e4 [128, 256]
-.buffer x8 sbuf fp8e4 [128, 512]
+.buffer x8 sbuf fp8e4 [128, 1024]
 .buffer p16 psum fp32 [128, 512]
 .buffer p8 psum fp32 [128, 512] offset=2048
 vector memset w16 value=0 signal=s1

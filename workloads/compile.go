@@ -181,6 +181,12 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	case "tensor":
 		o.Transpose = kernels.TransposeTensor
 	}
+	switch l.MatmulMode {
+	case "normal":
+		o.Mode = kernels.MatmulNormal
+	case "double_row":
+		o.Mode = kernels.MatmulDoubleRow
+	}
 	tg := Target(cfg)
 	plan, err := kernels.PlanGEMM(kg, o, tg)
 	if err != nil {

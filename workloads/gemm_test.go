@@ -8,6 +8,7 @@ import (
 
 	"github.com/trnsim/trnsim/chip"
 	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/engines"
 	"github.com/trnsim/trnsim/isa"
 )
 
@@ -72,6 +73,8 @@ func TestLoweringErrorsNameTheField(t *testing.T) {
 		{[]string{"workload.lowering.block_m=4096", "workload.lowering.block_n=2048", "workload.lowering.block_k=2048"}, "more than SBUF's 224.0 KiB"},
 		{[]string{"workload.lowering.psum_banks=9"}, "--set workload.lowering.psum_banks=9: 9 exceeds the 8 PSUM banks"},
 		{[]string{"workload.lowering.evacuate=scalar", "workload.lowering.block_k=512"}, "--set workload.lowering.evacuate=scalar: scalar evacuation needs K in one block"},
+		{[]string{"workload.lowering.matmul_mode=double_row"}, "--set workload.lowering.matmul_mode=double_row: double_row takes fp8e4 or fp8e5 inputs, not bf16"},
+		{[]string{"hardware.preset=trn1", "workload.gemm.dtype=fp8e4", "workload.lowering.matmul_mode=double_row"}, "--set workload.lowering.matmul_mode=double_row: double_row needs FP8 double-row mode, which this hardware does not have"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {
@@ -80,6 +83,12 @@ func TestLoweringErrorsNameTheField(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+func TestMatmulModeIsChecked(t *testing.T) {
+	_, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"workload.lowering.matmul_mode=fast"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--set workload.lowering.matmul_mode=fast: must be normal, double_row or auto")
 }
 
 func TestElementwiseLowering(t *testing.T) {
@@ -106,4 +115,58 @@ func TestElementwiseLowering(t *testing.T) {
 			assert.Equal(t, info.MinHBMBytes-res.Chips[0].HBMWriteBytes, res.Chips[0].HBMReadBytes)
 		})
 	}
+}
+
+// The matmul mode on every preset and input dtype: double row where the
+// hardware has it (trn2) for fp8e4 and fp8e5, normal everywhere else, and
+// every double-row matmul contracts two K tiles.
+func TestMatmulModeFollowsHardwareAndDType(t *testing.T) {
+	for _, preset := range configs.PresetNames() {
+		for _, dt := range []string{"bf16", "fp8e4", "fp8e5", "fp8e3"} {
+			t.Run(preset+"/"+dt, func(t *testing.T) {
+				cfg := gemmConfig(t, "hardware.preset="+preset, "workload.gemm.dtype="+dt,
+					"workload.gemm.m=256", "workload.gemm.k=640", "workload.gemm.n=512")
+				res, info := simulate(t, cfg)
+				want := cfg.Hardware.Core.Tensor.FP8DoubleRow && (dt == "fp8e4" || dt == "fp8e5")
+				assert.Equal(t, want, contains(info.Notes, "matmuls in FP8 double-row mode"))
+				tensor := res.Chips[0].Cores[0].Engines[isa.EngineTensor]
+				var dr float64
+				for cl, f := range tensor.MatmulFLOPs {
+					if engines.MatmulClass(cl).PerfMode() == 2 {
+						dr += f
+					}
+				}
+				assert.InDelta(t, info.FLOPs, tensor.FLOPs, 1, "every FLOP once")
+				if want {
+					// K = 640 is two pairs of K tiles and one tile alone.
+					assert.InDelta(t, info.FLOPs*4/5, dr, 1, "four of five K tiles in double row")
+				} else {
+					assert.Zero(t, dr)
+				}
+			})
+		}
+	}
+}
+
+// FP8 on trn2 at 8192^3 with the automatic plan: at least 1.7x the BF16
+// throughput (the double-row rate is 2x; simulated time, not host time).
+func TestFP8DoubleRowThroughput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two 8192^3 GEMMs")
+	}
+	shape := []string{"workload.gemm.m=8192", "workload.gemm.k=8192", "workload.gemm.n=8192"}
+	bf16, _ := simulate(t, gemmConfig(t, append(shape, "workload.gemm.dtype=bf16")...))
+	fp8, _ := simulate(t, gemmConfig(t, append(shape, "workload.gemm.dtype=fp8e4")...))
+	ratio := float64(bf16.SimTime) / float64(fp8.SimTime)
+	t.Logf("fp8e4 %s, bf16 %s: %.2fx", fp8.SimTime, bf16.SimTime, ratio)
+	assert.GreaterOrEqual(t, ratio, 1.7)
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }

@@ -56,6 +56,20 @@ const (
 	TransposeTensor
 )
 
+// MatmulMode is TensorE's mode for the GEMM's matmuls.
+type MatmulMode uint8
+
+// Matmul modes.
+const (
+	// MatmulAuto: double row where the hardware and the dtype allow it.
+	MatmulAuto MatmulMode = iota
+	MatmulNormal
+	// MatmulDoubleRow: FP8 double-row mode (NeuronCore-v3, fp8e4/fp8e5):
+	// each matmul contracts two K tiles, stationary [128, 2, 128] and
+	// moving [128, 2, N], in the time of a BF16 pair.
+	MatmulDoubleRow
+)
+
 // GEMMOptions are the GEMM's lowering choices; zero values are chosen by
 // the kernel.
 type GEMMOptions struct {
@@ -69,6 +83,7 @@ type GEMMOptions struct {
 	AccumulateDType isa.DType
 	AccumulateSet   bool
 	Transpose       TransposeMode
+	Mode            MatmulMode
 	// OpID is the workload op the instructions belong to.
 	OpID int32
 }
@@ -85,6 +100,8 @@ type GEMMPlan struct {
 	Groups             int64
 	Evacuate           Evacuation
 	Transpose          TransposeMode
+	// DoubleRow is set when the matmuls run in FP8 double-row mode.
+	DoubleRow          bool
 	banksPerTile, tile int64 // PSUM banks per moving tile, and its pitch in elements
 	auto               map[string]bool
 	opID               int32
@@ -180,6 +197,21 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	}
 	if g.AMK && p.Transpose == TransposeDMA && g.In.Bytes() != 2 && g.In.Bytes() != 4 {
 		return nil, optErr("transpose", "dma_transpose takes 2- and 4-byte dtypes; %s needs transpose: tensor", g.In)
+	}
+	// Double row: two rows of the contraction per PE row, for fp8e4 and
+	// fp8e5 where the hardware has the mode (fp8e3 runs at the BF16 rate).
+	dtOK := g.In == isa.FP8E4 || g.In == isa.FP8E5
+	switch o.Mode {
+	case MatmulAuto:
+		p.DoubleRow = lim.FP8DoubleRow && dtOK
+	case MatmulDoubleRow:
+		if !lim.FP8DoubleRow {
+			return nil, optErr("matmul_mode", "double_row needs FP8 double-row mode, which this hardware does not have (NeuronCore-v3 only)")
+		}
+		if !dtOK {
+			return nil, optErr("matmul_mode", "double_row takes fp8e4 or fp8e5 inputs, not %s", g.In)
+		}
+		p.DoubleRow = true
 	}
 	a := hbmTensor{"AT", g.In, []int64{g.K, g.M}}
 	if g.AMK {
@@ -354,6 +386,9 @@ func (p *GEMMPlan) Notes() []string {
 	if p.G.AMK {
 		n = append(n, map[TransposeMode]string{TransposeDMA: "A [M, K] through DMA transposes", TransposeTensor: "A [M, K] through TensorE transposes"}[p.Transpose])
 	}
+	if p.DoubleRow {
+		n = append(n, "matmuls in FP8 double-row mode")
+	}
 	return n
 }
 
@@ -452,7 +487,28 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		b.For("mt", C(0), mtiles(mb), Parallel, func(b *Block, mt Expr) {
 			rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
 			ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, NT, p.tile}, int(p.Groups))
-			b.For("kt", C(0), ktiles(kb), Sequential, func(b *Block, kt Expr) {
+			firstSingle := C(0) // the first K tile multiplied on its own
+			if p.DoubleRow {
+				// Pairs of full K tiles, each one double-row matmul
+				// (stationary [128, 2, rows], moving [128, 2, cols]); a
+				// leftover or partial tile follows in normal mode, in the
+				// same accumulation group.
+				pairs := kSize(kb).Div(C(256))
+				firstSingle = pairs.MulC(2)
+				dr := isa.Attrs{PerfMode: 2}
+				b.For("kp", C(0), pairs, Sequential, func(b *Block, kp Expr) {
+					b.Add(&Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Attrs: dr,
+						Ins: []Access{a.At(R(C(0), C(128)), RS(kp.MulC(2), C(2)), RS(mt.MulC(128), rows))}, OpID: p.opID})
+					b.For("nt_p", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
+						cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
+						b.Add(&Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Attrs: dr,
+							Outs:  []Access{ps.At(R(C(0), rows), I(nt), R(C(0), cols))},
+							Ins:   []Access{bt.At(R(C(0), C(128)), RS(kp.MulC(2), C(2)), RS(nt.MulC(p.TN), cols))},
+							Start: kp.Eq(C(0)), Stop: kp.Eq(pairs.Sub(C(1))).And(firstSingle.Eq(ktiles(kb))), OpID: p.opID})
+					})
+				})
+			}
+			b.For("kt", firstSingle, ktiles(kb), Sequential, func(b *Block, kt Expr) {
 				krows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
 				b.Add(&Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor,
 					Ins: []Access{a.At(R(C(0), krows), I(kt), RS(mt.MulC(128), rows))}, OpID: p.opID})

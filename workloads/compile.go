@@ -147,9 +147,9 @@ var gemmFit = map[isa.Memory][]string{
 	isa.MemHBM: {"workload.gemm.m", "workload.gemm.n", "workload.gemm.k", "hardware.chip.hbm.stack_gib"},
 }
 
-// lowerGEMM lowers C[M,N] = A[M,K] @ B[K,N] on one NeuronCore through the
-// GEMM kernel and the scheduler.
-func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+// GEMMPlan resolves the GEMM plan of cfg's workload: the lowering fields
+// it sets, the rest chosen by the plan search.
+func GEMMPlan(cfg *configs.RunConfig) (*kernels.GEMMPlan, error) {
 	g := cfg.Workload.GEMM
 	l := &cfg.Workload.Lowering
 	in, _ := isa.ParseDType(g.DType)
@@ -157,6 +157,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	kg := kernels.GEMM{M: g.M, K: g.K, N: g.N, In: in, Out: out, AMK: g.ALayout == "mk"}
 	o := kernels.GEMMOptions{TileN: int64(l.TileN), BlockM: int64(l.BlockM), BlockN: int64(l.BlockN), BlockK: int64(l.BlockK),
 		Buffers: int64(l.Buffers), ResultBuffers: int64(l.ResultBuffers), PSUMBanks: int64(l.PSUMBanks), OpID: 1}
+	o.EvacuateSet = l.Evacuate != ""
 	switch l.Evacuate {
 	case "scalar":
 		o.Evacuate = kernels.EvacScalar
@@ -187,10 +188,22 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	case "double_row":
 		o.Mode = kernels.MatmulDoubleRow
 	}
-	tg := Target(cfg)
-	plan, err := kernels.PlanGEMM(kg, o, tg)
+	plan, err := kernels.PlanGEMM(kg, o, Target(cfg))
 	if err != nil {
-		return nil, nil, mapError(cfg, err, gemmFit)
+		return nil, mapError(cfg, err, gemmFit)
+	}
+	return plan, nil
+}
+
+// lowerGEMM lowers C[M,N] = A[M,K] @ B[K,N] on one NeuronCore through the
+// GEMM kernel and the scheduler.
+func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+	g := cfg.Workload.GEMM
+	in, _ := isa.ParseDType(g.DType)
+	out, _ := isa.ParseDType(g.OutDType)
+	plan, err := GEMMPlan(cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	k, err := plan.Kernel()
 	if err != nil {

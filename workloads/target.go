@@ -18,6 +18,12 @@ func Target(cfg *configs.RunConfig) *sched.Target {
 		DMAStartNs:      co.DMA.StartLatencyNs,
 		DMACompletionNs: co.DMA.CompletionLatencyNs,
 		HBMBytes:        h.HBMBytesPerChip(),
+		HBMGBps:         h.Chip.HBM.BandwidthGBps,
+
+		DMATransposeEfficiency:   co.DMA.TransposeEfficiencyHBM,
+		BackgroundLoadStationary: co.Tensor.BackgroundLoadStationary,
+		DMADescriptorNs:          co.DMA.DescriptorOverheadNs,
+		DMADescriptorMaxBytes:    int64(co.DMA.DescriptorMaxKiB) * 1024,
 	}
 	t.ClockGHz[isa.EngineTensor] = co.Tensor.ClockGHz
 	t.ClockGHz[isa.EngineVector] = co.Vector.ClockGHz

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/sched"
@@ -77,7 +78,10 @@ type GEMMOptions struct {
 	Buffers, ResultBuffers        int64
 	PSUMBanks                     int64
 	Evacuate                      Evacuation
-	Order                         LoopOrder
+	// EvacuateSet says Evacuate was given; otherwise the plan search
+	// chooses between vector and auto.
+	EvacuateSet bool
+	Order       LoopOrder
 	// AccumulateDType is the dtype of SBUF result blocks when K spans
 	// several blocks; AccumulateSet says it was given.
 	AccumulateDType isa.DType
@@ -90,16 +94,16 @@ type GEMMOptions struct {
 
 // GEMMPlan is a GEMM's resolved lowering.
 type GEMMPlan struct {
-	G                  GEMM
-	TN, BM, BN, BK     int64
-	NBuf, NRes         int64
-	Order              LoopOrder
-	AccDT              isa.DType
-	Banks              int64
-	GroupBanks         int64 // banks per accumulation group
-	Groups             int64
-	Evacuate           Evacuation
-	Transpose          TransposeMode
+	G              GEMM
+	TN, BM, BN, BK int64
+	NBuf, NRes     int64
+	Order          LoopOrder
+	AccDT          isa.DType
+	Banks          int64
+	GroupBanks     int64 // banks per accumulation group
+	Groups         int64
+	Evacuate       Evacuation
+	Transpose      TransposeMode
 	// DoubleRow is set when the matmuls run in FP8 double-row mode.
 	DoubleRow          bool
 	banksPerTile, tile int64 // PSUM banks per moving tile, and its pitch in elements
@@ -189,11 +193,15 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	if lim.ArrayRows != 128 || lim.ArrayCols != 128 || lim.Partitions < 128 {
 		return nil, optErr("array", "the GEMM tiles for a 128x128 array over 128 partitions; this hardware has %dx%d over %d", lim.ArrayRows, lim.ArrayCols, lim.Partitions)
 	}
+	transposes := []TransposeMode{p.Transpose}
 	if g.AMK && p.Transpose == TransposeAuto {
-		p.Transpose = TransposeDMA
-		if g.In.Bytes() != 2 && g.In.Bytes() != 4 {
-			p.Transpose = TransposeTensor // dma_transpose takes 2- and 4-byte dtypes
+		// dma_transpose takes 2- and 4-byte dtypes; for those the search
+		// tries both.
+		transposes = []TransposeMode{TransposeTensor}
+		if g.In.Bytes() == 2 || g.In.Bytes() == 4 {
+			transposes = []TransposeMode{TransposeDMA, TransposeTensor}
 		}
+		p.Transpose = transposes[0]
 	}
 	if g.AMK && p.Transpose == TransposeDMA && g.In.Bytes() != 2 && g.In.Bytes() != 4 {
 		return nil, optErr("transpose", "dma_transpose takes 2- and 4-byte dtypes; %s needs transpose: tensor", g.In)
@@ -252,15 +260,25 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	p.banksPerTile = ceilDiv(p.TN*4, bankBytes)
 	p.tile = p.banksPerTile * bankElems
 	p.NBuf = o.Buffers
+	nbufs := []int64{p.NBuf}
 	if p.NBuf == 0 {
 		p.NBuf = 2
+		nbufs = []int64{2, 3}
 		p.auto["buffers"] = true
 	}
+	// Partial sums across K blocks: FP32 in SBUF, or, where the output is
+	// a 2-byte dtype, that dtype (as the NKI tutorial's kernel does: each
+	// K block is summed in FP32 in PSUM, then added to the result once).
 	p.AccDT = isa.FP32
+	accs := []isa.DType{isa.FP32}
 	if o.AccumulateSet {
 		p.AccDT = o.AccumulateDType
+		accs = []isa.DType{p.AccDT}
 	} else {
 		p.auto["accumulate_dtype"] = true
+		if g.Out.Bytes() == 2 {
+			accs = append(accs, g.Out)
+		}
 	}
 	orders := []LoopOrder{OrderNKM, OrderNMK}
 	if o.Order != OrderAuto {
@@ -268,15 +286,33 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	} else {
 		p.auto["loop_order"] = true
 	}
-	cands := func(given, step, limit int64, name string) []int64 {
+	// Candidate sizes: every multiple of step up to 8 steps, then the
+	// powers of two and the even splits of the dimension (blocks need not
+	// divide it), up to limit.
+	cands := func(given, step, limit, dim int64, name string) []int64 {
 		if given > 0 {
 			return []int64{given}
 		}
 		p.auto[name] = true
+		seen := map[int64]bool{}
 		var out []int64
-		for v := step; v <= limit; v += step {
-			out = append(out, v)
+		addC := func(v int64) {
+			v = roundUp(v, step)
+			if v >= step && v <= limit && !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
 		}
+		for v := step; v <= 8*step; v += step {
+			addC(v)
+		}
+		for v := step; v <= limit; v *= 2 {
+			addC(v)
+		}
+		for s := int64(1); s <= 16; s++ {
+			addC(ceilDiv(dim, s))
+		}
+		slices.Sort(out)
 		return out
 	}
 	// A block size the user gave is checked before the search, so a bad
@@ -292,42 +328,73 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 		return nil, optErr("block_n", "%d columns need %d PSUM banks per accumulation group; only %d are available", o.BlockN, mul(o.BlockN/p.TN, p.banksPerTile), groupBanks)
 	}
 	maxG := max(1, groupBanks/2/p.banksPerTile)
-	bns := cands(o.BlockN, p.TN, min(roundUp(g.N, p.TN), p.TN*maxG), "block_n")
-	bms := cands(o.BlockM, 128, min(roundUp(g.M, 128), 4096), "block_m")
-	bks := cands(o.BlockK, 128, min(roundUp(g.K, 128), 2048), "block_k")
+	var bns []int64
+	if o.BlockN > 0 {
+		bns = []int64{o.BlockN}
+	} else {
+		p.auto["block_n"] = true
+		for v := p.TN; v <= min(roundUp(g.N, p.TN), p.TN*maxG); v += p.TN {
+			bns = append(bns, v)
+		}
+	}
+	bms := cands(o.BlockM, 128, min(roundUp(g.M, 128), 4096), g.M, "block_m")
+	bks := cands(o.BlockK, 128, min(roundUp(g.K, 128), 8192), g.K, "block_k")
 	nress := []int64{2, 1}
 	if o.ResultBuffers > 0 {
 		nress = []int64{o.ResultBuffers}
 	} else {
 		p.auto["result_buffers"] = true
 	}
+	evacs := []Evacuation{p.Evacuate}
+	if !o.EvacuateSet {
+		evacs = []Evacuation{EvacVector, EvacAuto}
+	}
+	// The search: every combination that fits SBUF, by estimated time
+	// (the simulator's cost table; see estimate.go), ties to fewer HBM
+	// bytes and bigger blocks.
 	sbufCap := lim.SBUFPartitionBytes
 	var best *GEMMPlan
-	for _, order := range orders {
-		for _, bn := range bns {
-			for _, bm := range bms {
-				for _, nres := range nress {
-					// The traffic does not depend on BK and a bigger BK is
-					// better: only the biggest that fits competes.
-					for i := len(bks) - 1; i >= 0; i-- {
-						if p.sbufBytesOf(order, bn, bm, bks[i], nres) > sbufCap {
-							continue
+	var bestNs float64
+	for _, acc := range accs {
+		for _, nbuf := range nbufs {
+			for _, tr := range transposes {
+				p.Transpose, p.AccDT, p.NBuf = tr, acc, nbuf
+				est := newEstimator(tg, g, p.TN, acc)
+				for _, order := range orders {
+					for _, bn := range bns {
+						for _, bm := range bms {
+							for _, nres := range nress {
+								for _, bk := range bks {
+									if p.sbufBytesOf(order, bn, bm, bk, nres) > sbufCap {
+										continue
+									}
+									if (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && bk < g.K && len(bks) > 1 {
+										continue // ScalarE evacuations need K in one block
+									}
+									for _, ev := range evacs {
+										c := *p
+										c.Order, c.BN, c.BM, c.BK, c.NRes, c.Evacuate = order, bn, bm, bk, nres, ev
+										c.GroupBanks = (bn / p.TN) * p.banksPerTile
+										c.Groups = max(1, groupBanks/max(c.GroupBanks, 1))
+										ns := c.estimate(est).TotalNs
+										if best == nil || ns < bestNs*(1-tieFraction) || (ns <= bestNs*(1+tieFraction) && better(&c, best)) {
+											cc := c
+											best, bestNs = &cc, ns
+										}
+									}
+								}
+							}
 						}
-						c := *p
-						c.Order, c.BN, c.BM, c.BK, c.NRes = order, bn, bm, bks[i], nres
-						if best == nil || better(&c, best) {
-							cc := c
-							best = &cc
-						}
-						break
 					}
 				}
 			}
 		}
 	}
+	p.Transpose, p.AccDT, p.NBuf = transposes[0], accs[0], nbufs[0]
 	if best == nil {
 		c := *p
 		c.Order, c.BN, c.BM, c.BK, c.NRes = orders[len(orders)-1], bns[0], bms[0], bks[0], nress[len(nress)-1]
+		c.Transpose = transposes[len(transposes)-1]
 		return nil, &sched.FitError{Kernel: "gemm", Tile: "the smallest input and result blocks", Mem: isa.MemSBUF,
 			Needed: c.sbufBytes(), Available: sbufCap}
 	}
@@ -351,6 +418,10 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	}
 	return p, nil
 }
+
+// tieFraction is how close two estimates must be for the plan search to
+// call them equal and prefer the one better() prefers.
+const tieFraction = 0.002
 
 // better prefers fewer HBM bytes, then fewer instructions (bigger blocks),
 // then double-buffered results.
@@ -382,7 +453,8 @@ func (p *GEMMPlan) Choices() []Choice {
 
 // Notes describes the plan's other choices in words.
 func (p *GEMMPlan) Notes() []string {
-	n := []string{"loop order " + p.Order.String(), "result dtype " + p.ResultDType().String()}
+	n := []string{"loop order " + p.Order.String(), "result dtype " + p.ResultDType().String(),
+		"evacuate " + [...]string{"vector", "scalar", "alternate", "auto"}[p.Evacuate]}
 	if p.G.AMK {
 		n = append(n, map[TransposeMode]string{TransposeDMA: "A [M, K] through DMA transposes", TransposeTensor: "A [M, K] through TensorE transposes"}[p.Transpose])
 	}

@@ -46,6 +46,17 @@ type Target struct {
 	DMACompletionNs float64
 	// HBMBytes is one chip's HBM capacity (0: unchecked).
 	HBMBytes int64
+	// HBMGBps is one chip's HBM bandwidth; DMATransposeEfficiency the
+	// throughput of an HBM-to-SBUF dma_transpose relative to a copy;
+	// BackgroundLoadStationary says TensorE loads the next stationary tile
+	// while a multiply runs (estimates only).
+	HBMGBps                  float64
+	DMATransposeEfficiency   float64
+	BackgroundLoadStationary bool
+	// DMADescriptorNs is what each descriptor costs a DMA engine, and
+	// DMADescriptorMaxBytes the most one moves (estimates only).
+	DMADescriptorNs       float64
+	DMADescriptorMaxBytes int64
 }
 
 // Options are the scheduler's own choices that a config may set.

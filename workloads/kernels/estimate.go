@@ -1,0 +1,374 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/sched"
+)
+
+// Estimate is a plan's analytic time: each engine's busy time from the
+// simulator's own cost table, and the whole, in nanoseconds.
+type Estimate struct {
+	TensorNs, VectorNs, ScalarNs, DMANs float64
+	// FillNs is the time before the first multiply (the first blocks'
+	// loads); DrainNs after the last (its evacuation and the last store);
+	// StallNs the waits for single-buffered results to be stored.
+	FillNs, DrainNs, StallNs float64
+	// StepsNs is the sum over steps of each step's slowest stage.
+	StepsNs float64
+	TotalNs float64
+}
+
+// contentionNorm is the p of the p-norm that combines the engines' loads
+// into the busy time: fitted on the trn2 2048^3 grid (every point of
+// scripts/gemm-grid there; least squares of the log error of the
+// estimate against the simulation, over p = 2 .. 8), and checked on the
+// other grids (docs/validation.md).
+const contentionNorm = 5
+
+// tileCosts are the issue intervals (ns) of every instruction shape a GEMM
+// with tile_n tn has, by [M-tile][N-tile][K-tile] size class: index 0 is
+// the full tile (128 rows, tn columns, 128 K rows), 1 the shape's ragged
+// remainder (M % 128, N % tn, K % 128), which is the same in every block
+// because blocks are multiples of tiles.
+type tileCosts struct {
+	mm [2][2][2][2]float64 // [m][n][k][double row]
+	ls [2][2][2]float64    // [m][k][double row]
+	// Evacuations, by result dtype (0: the output's, 1: the accumulation
+	// dtype's): a copy on VectorE or ScalarE, an add on VectorE.
+	copyV, copyS, add [2][2][2]float64 // [res][m][n]
+	transposePE       [2][2]float64    // [m][k], TensorE transposes of A [M, K]
+	transposeCopy     [2][2]float64
+}
+
+// estimator prices plans of one GEMM with one tile_n on one target.
+type estimator struct {
+	tg         *sched.Target
+	g          GEMM
+	tn         int64
+	rm, rn, rk int64 // ragged remainders: M % 128, N % tn, K % 128
+	c          tileCosts
+	bw         float64 // DMA bytes per ns
+	descNs     float64 // one descriptor's cost, spread over the DMA engines
+}
+
+// newEstimator costs every tile shape once with the target's cost table.
+func newEstimator(tg *sched.Target, g GEMM, tn int64, accDT isa.DType) *estimator {
+	e := &estimator{tg: tg, g: g, tn: tn, rm: g.M % 128, rn: g.N % tn, rk: g.K % 128}
+	var env isa.CostEnv
+	cost := func(op isa.Opcode, eng isa.Engine, perf uint8, ns int64, outs, ins []isa.Operand) float64 {
+		body := &isa.Body{Op: op, Engine: eng, Outs: outs, Ins: ins, Attrs: isa.Attrs{PerfMode: perf}}
+		switch op {
+		case isa.OpTensorTensor:
+			body.Attrs.ALU0 = isa.ALUAdd
+		case isa.OpActivation:
+			body.Attrs.Func, body.Attrs.Scale = isa.ActCopy, 1
+		}
+		c := tg.Cost.CostOf(&isa.Instruction{Body: body}, ns, &env)
+		ghz := tg.ClockGHz[eng]
+		if ghz <= 0 {
+			ghz = 1
+		}
+		return float64(c.IntervalCycles) / ghz
+	}
+	view := func(mem isa.Memory, dt isa.DType, rows, cols int64) []isa.Operand {
+		b := isa.Buffer{Mem: mem, DType: dt, Shape: []int64{max(rows, 1), max(cols, 1)}}
+		op, _ := b.View(0)
+		return []isa.Operand{op}
+	}
+	size := func(full, rem int64, i int) int64 {
+		if i == 0 {
+			return full
+		}
+		return rem
+	}
+	resDTs := [2]isa.DType{g.Out, accDT}
+	for mi := 0; mi < 2; mi++ {
+		r := size(128, e.rm, mi)
+		for ki := 0; ki < 2; ki++ {
+			kr := size(128, e.rk, ki)
+			for dr := 0; dr < 2; dr++ {
+				perf, w := uint8(0), int64(1)
+				if dr == 1 {
+					perf, w = 2, 2
+				}
+				e.c.ls[mi][ki][dr] = cost(isa.OpLoadStationary, isa.EngineTensor, perf, 0, nil, view(isa.MemSBUF, g.In, kr, w*r))
+				for ni := 0; ni < 2; ni++ {
+					c := size(tn, e.rn, ni)
+					e.c.mm[mi][ni][ki][dr] = cost(isa.OpMultiplyMoving, isa.EngineTensor, perf, w*r,
+						view(isa.MemPSUM, isa.FP32, r, c), view(isa.MemSBUF, g.In, kr, w*c))
+				}
+			}
+			e.c.transposePE[mi][ki] = cost(isa.OpTranspose, isa.EngineTensor, 0, 0, view(isa.MemPSUM, isa.FP32, kr, r), view(isa.MemSBUF, g.In, r, kr))
+			e.c.transposeCopy[mi][ki] = cost(isa.OpTensorCopy, isa.EngineVector, 0, 0, view(isa.MemSBUF, g.In, kr, r), view(isa.MemPSUM, isa.FP32, kr, r))
+		}
+		for ni := 0; ni < 2; ni++ {
+			c := size(tn, e.rn, ni)
+			for ri, dt := range resDTs {
+				ps := view(isa.MemPSUM, isa.FP32, r, c)
+				out := view(isa.MemSBUF, dt, r, c)
+				e.c.copyV[ri][mi][ni] = cost(isa.OpTensorCopy, isa.EngineVector, 0, 0, out, ps)
+				e.c.copyS[ri][mi][ni] = cost(isa.OpActivation, isa.EngineScalar, 0, 0, out, ps)
+				e.c.add[ri][mi][ni] = cost(isa.OpTensorTensor, isa.EngineVector, 0, 0, out, append(view(isa.MemSBUF, dt, r, c), ps...))
+			}
+		}
+	}
+	e.bw = tg.DMAEngineGBps * float64(tg.Limits.DMAEngines)
+	if tg.HBMGBps > 0 && tg.HBMGBps < e.bw {
+		e.bw = tg.HBMGBps
+	}
+	if e.bw <= 0 {
+		e.bw = 1
+	}
+	if n := tg.Limits.DMAEngines; n > 0 {
+		e.descNs = tg.DMADescriptorNs / float64(n)
+	}
+	return e
+}
+
+// descs returns the descriptors of moving rows x cols of dtype bytes eb
+// where each row is contiguous: one per row and per descriptor-size piece.
+func (e *estimator) descs(rows, cols int64, eb float64) float64 {
+	maxB := e.tg.DMADescriptorMaxBytes
+	if maxB <= 0 {
+		return float64(rows)
+	}
+	return float64(rows) * float64(ceilDiv(int64(float64(cols)*eb+0.5), maxB))
+}
+
+// pieces splits n into pieces of size: the count of full pieces and the
+// length of the last, shorter one (0 when size divides n).
+func pieces(n, size int64) (full, last int64) { return n / size, n % size }
+
+// blockWork is one result block's work for one K block.
+type blockWork struct {
+	pe             float64 // TensorE
+	copyV, copyS   float64 // its evacuations as copies (first K block)
+	add            float64 // or as adds into the result (the others)
+	evacM, evacN   int     // size class of its last evacuation
+	mTiles, nTiles float64
+}
+
+// block prices the work of a result block of ms x ns for a K block of ks
+// (ms a multiple of 128 but at the edge, ns of tile_n but at the edge).
+func (e *estimator) block(ms, ns, ks int64, doubleRow bool, res int) blockWork {
+	var w blockWork
+	mf, ml := pieces(ms, 128)
+	nf, nl := pieces(ns, e.tn)
+	kf, kl := pieces(ks, 128)
+	pairs := int64(0)
+	if doubleRow {
+		pairs = kf / 2
+		kf -= 2 * pairs
+	}
+	bg := e.tg.BackgroundLoadStationary
+	for mi, mc := range [2]int64{mf, 1} {
+		if mc == 0 || (mi == 1 && ml == 0) {
+			continue
+		}
+		for ni, nc := range [2]int64{nf, 1} {
+			if nc == 0 || (ni == 1 && nl == 0) {
+				continue
+			}
+			n := float64(mc * nc)
+			w.pe += n * (float64(pairs)*e.c.mm[mi][ni][0][1] + float64(kf)*e.c.mm[mi][ni][0][0])
+			if kl > 0 {
+				w.pe += n * e.c.mm[mi][ni][1][0]
+			}
+			w.copyV += n * e.c.copyV[res][mi][ni]
+			w.copyS += n * e.c.copyS[res][mi][ni]
+			w.add += n * e.c.add[res][mi][ni]
+			w.evacM, w.evacN = mi, ni
+		}
+		if !bg {
+			n := float64(mc)
+			w.pe += n * (float64(pairs)*e.c.ls[mi][0][1] + float64(kf)*e.c.ls[mi][0][0])
+			if kl > 0 {
+				w.pe += n * e.c.ls[mi][1][0]
+			}
+		}
+	}
+	return w
+}
+
+// estimate returns the plan's analytic time, step by step: a step is one
+// K block of one result block, and its time is the slowest of its
+// multiplies (TensorE), its evacuations (VectorE or ScalarE) and its loads
+// (the DMA engines: its bytes at their rate, and, with NBuf input buffers,
+// NBuf-1 loads in flight to hide each one's latency). Added to that: the
+// fill before the first multiply, the drain after the last, and the waits
+// of a single result buffer for its store. Every instruction is costed by
+// the simulator's own cost table.
+func (p *GEMMPlan) estimate(e *estimator) Estimate {
+	g := p.G
+	var est Estimate
+	res := 0
+	if g.K > p.BK {
+		res = 1
+	}
+	nBK, nBM := ceilDiv(g.K, p.BK), ceilDiv(g.M, p.BM)
+	// A store that casts the result block to C's dtype moves the larger
+	// side's bytes through the DMA engines.
+	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
+	lat := e.tg.DMAStartNs + e.tg.DMACompletionNs
+	transposeEff := 1.0
+	if eff := e.tg.DMATransposeEfficiency; g.AMK && p.Transpose == TransposeDMA && eff > 0 {
+		transposeEff = eff
+	}
+	tensorT := g.AMK && p.Transpose == TransposeTensor
+	type step struct {
+		w           blockWork
+		first       bool
+		count       float64
+		ms, ns, ks  int64
+		bytes, trPE float64
+		trCopy      float64
+		descs       float64
+	}
+	var steps []step
+	nfull, nlast := pieces(g.N, p.BN)
+	mfull, mlast := pieces(g.M, p.BM)
+	kFirst := min(p.BK, g.K)
+	kfull, klast := pieces(g.K-kFirst, p.BK)
+	for _, nb := range [2][2]int64{{p.BN, nfull}, {nlast, 1}} {
+		if nb[1] == 0 || nb[0] == 0 {
+			continue
+		}
+		for _, mb := range [2][2]int64{{p.BM, mfull}, {mlast, 1}} {
+			if mb[1] == 0 || mb[0] == 0 {
+				continue
+			}
+			for ki, kb := range [3][2]int64{{kFirst, 1}, {p.BK, kfull}, {klast, 1}} {
+				if kb[1] == 0 || kb[0] == 0 {
+					continue
+				}
+				ms, ns, ks := mb[0], nb[0], kb[0]
+				st := step{w: e.block(ms, ns, ks, p.DoubleRow, res), first: ki == 0, count: float64(nb[1] * mb[1] * kb[1]), ms: ms, ns: ns, ks: ks}
+				// The step's loads: its A block, its B block (in nkm once
+				// for all the M blocks of a K block), and its share of the
+				// result block's store.
+				aBytes := float64(ks*ms) * eb / transposeEff
+				bBytes := float64(ks*ns) * eb
+				if p.Order == OrderNKM {
+					bBytes /= float64(nBM)
+				}
+				st.bytes = aBytes + bBytes + float64(ms*ns)*outB/float64(nBK)
+				// Descriptors: one per contiguous row piece of each block.
+				bDescs := e.descs(ks, ns, eb)
+				if p.Order == OrderNKM {
+					bDescs /= float64(nBM)
+				}
+				aDescs := e.descs(ks, ms, eb)
+				if g.AMK {
+					aDescs = e.descs(ms, ks, eb)
+				}
+				st.descs = aDescs + bDescs + e.descs(ms, ns, outB)/float64(nBK)
+				if tensorT {
+					mf, ml := pieces(ms, 128)
+					kf, kl := pieces(ks, 128)
+					for mi, mc := range [2]int64{mf, min(ml, 1)} {
+						for kj, kc := range [2]int64{kf, min(kl, 1)} {
+							st.trPE += float64(mc*kc) * e.c.transposePE[mi][kj]
+							st.trCopy += float64(mc*kc) * e.c.transposeCopy[mi][kj]
+						}
+					}
+				}
+				steps = append(steps, st)
+			}
+		}
+	}
+	// Engine totals; with evacuate auto the copies balance VectorE and
+	// ScalarE (the scheduler sends each to whichever finishes it first).
+	var copiesV, copiesS, adds float64
+	for _, st := range steps {
+		est.TensorNs += st.count * (st.w.pe + st.trPE)
+		if st.first {
+			copiesV += st.count * st.w.copyV
+			copiesS += st.count * st.w.copyS
+		} else {
+			adds += st.count * st.w.add
+		}
+		est.DMANs += st.count * (st.bytes/e.bw + st.descs*e.descNs)
+	}
+	fV, fS := 1.0, 0.0 // shares of the copies on VectorE and ScalarE
+	switch p.Evacuate {
+	case EvacScalar:
+		fV, fS = 0, 1
+	case EvacAlternate:
+		fV, fS = 0.5, 0.5
+	case EvacAuto:
+		fV = 0
+		if copiesV+copiesS > 0 {
+			fV = min(1, max(0, (copiesS-adds)/(copiesV+copiesS)))
+		}
+		fS = 1 - fV
+	}
+	var trCopies float64
+	for _, st := range steps {
+		trCopies += st.count * st.trCopy
+	}
+	est.VectorNs = adds + fV*copiesV + trCopies
+	est.ScalarNs = fS * copiesS
+	// The steps, each as slow as its slowest stage.
+	var stepsNs, firstKB float64 // firstKB: TensorE's run-ahead
+	for i, st := range steps {
+		c := st.w.pe + st.trPE
+		ev := st.w.add + st.trCopy
+		var sc float64
+		if st.first {
+			ev, sc = fV*st.w.copyV+st.trCopy, fS*st.w.copyS
+		}
+		load := st.bytes/e.bw + st.descs*e.descNs
+		var t float64
+		if p.NBuf <= 1 {
+			// Single-buffered inputs: loads and multiplies take turns.
+			t = max(c+load+lat, ev, sc)
+		} else {
+			t = max(c, ev, sc, load, (load+lat)/float64(p.NBuf-1))
+		}
+		stepsNs += st.count * t
+		if i == 0 {
+			// How far TensorE runs ahead of a stalled evacuation: the
+			// PSUM accumulation groups it can fill meanwhile.
+			mTiles := float64(ceilDiv(st.ms, 128))
+			firstKB = c * min(1, float64(p.Groups)/mTiles)
+		}
+	}
+	bm, bn := min(p.BM, g.M), min(p.BN, g.N)
+	est.FillNs = float64(kFirst*(bm+bn))*eb/e.bw + lat
+	storeNs := float64(bm*bn)*outB/e.bw + lat
+	last := steps[len(steps)-1].w
+	lastEvac := e.c.copyV[res][last.evacM][last.evacN]
+	if nBK > 1 {
+		lastEvac = e.c.add[res][last.evacM][last.evacN]
+	}
+	est.DrainNs = lastEvac + storeNs
+	if p.NRes == 1 {
+		// One result buffer: a result block's first evacuation waits for
+		// the store of the block before it in that buffer.
+		groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM)), storeNs
+		if p.Order == OrderNKM {
+			groups, perRes = float64(ceilDiv(g.N, p.BN)), float64(g.M*bn)*outB/e.bw+lat
+		}
+		if w := perRes - firstKB; w > 0 && groups > 1 {
+			est.StallNs = (groups - 1) * w
+		}
+	}
+	est.StepsNs = stepsNs
+	// Engines that are all busy slow one another (a multiply waits for a
+	// load or an evacuation now and then): their loads combine as a
+	// p-norm, between the slowest one (p = inf, perfect overlap) and their
+	// sum (p = 1). contentionNorm is fitted (docs/validation.md).
+	pn := math.Pow(math.Pow(est.TensorNs, contentionNorm)+math.Pow(est.VectorNs, contentionNorm)+
+		math.Pow(est.ScalarNs, contentionNorm)+math.Pow(est.DMANs, contentionNorm), 1/contentionNorm)
+	busy := max(stepsNs, pn)
+	est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs
+	return est
+}
+
+// Estimate returns the plan's analytic time on tg (what the plan search
+// minimises).
+func (p *GEMMPlan) Estimate(tg *sched.Target) Estimate {
+	return p.estimate(newEstimator(tg, p.G, p.TN, p.AccDT))
+}

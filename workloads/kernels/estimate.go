@@ -25,7 +25,7 @@ type Estimate struct {
 // scripts/gemm-grid there; least squares of the log error of the
 // estimate against the simulation, over p = 2 .. 8), and checked on the
 // other grids (docs/validation.md).
-const contentionNorm = 5
+const contentionNorm = 5.0
 
 // tileCosts are the issue intervals (ns) of every instruction shape a GEMM
 // with tile_n tn has, by [M-tile][N-tile][K-tile] size class: index 0 is
@@ -245,24 +245,17 @@ func (p *GEMMPlan) estimate(e *estimator) Estimate {
 				}
 				ms, ns, ks := mb[0], nb[0], kb[0]
 				st := step{w: e.block(ms, ns, ks, p.DoubleRow, res), first: ki == 0, count: float64(nb[1] * mb[1] * kb[1]), ms: ms, ns: ns, ks: ks}
-				// The step's loads: its A block, its B block (in nkm once
-				// for all the M blocks of a K block), and its share of the
-				// result block's store.
+				// The step's loads: its A block, its B block, and its share
+				// of the result block's store, with their descriptors (one
+				// per contiguous row piece).
 				aBytes := float64(ks*ms) * eb / transposeEff
 				bBytes := float64(ks*ns) * eb
-				if p.Order == OrderNKM {
-					bBytes /= float64(nBM)
-				}
 				st.bytes = aBytes + bBytes + float64(ms*ns)*outB/float64(nBK)
-				// Descriptors: one per contiguous row piece of each block.
-				bDescs := e.descs(ks, ns, eb)
-				if p.Order == OrderNKM {
-					bDescs /= float64(nBM)
-				}
 				aDescs := e.descs(ks, ms, eb)
 				if g.AMK {
 					aDescs = e.descs(ms, ks, eb)
 				}
+				bDescs := e.descs(ks, ns, eb)
 				st.descs = aDescs + bDescs + e.descs(ms, ns, outB)/float64(nBK)
 				if tensorT {
 					mf, ml := pieces(ms, 128)
@@ -273,6 +266,16 @@ func (p *GEMMPlan) estimate(e *estimator) Estimate {
 							st.trCopy += float64(mc*kc) * e.c.transposeCopy[mi][kj]
 						}
 					}
+				}
+				if p.Order == OrderNKM && nBM > 1 {
+					// In nkm a B block is loaded once for all the M blocks
+					// of its K block: one step of nBM carries it, in a burst.
+					light := st
+					light.bytes -= bBytes
+					light.descs -= bDescs
+					light.count = st.count * float64(nBM-1) / float64(nBM)
+					st.count -= light.count
+					steps = append(steps, light)
 				}
 				steps = append(steps, st)
 			}

@@ -51,6 +51,7 @@ type estimator struct {
 	c          tileCosts
 	bw         float64 // DMA bytes per ns
 	descNs     float64 // one descriptor's cost, spread over the DMA engines
+	steps      []step  // reused by estimate
 }
 
 // newEstimator costs every tile shape once with the target's cost table.
@@ -137,6 +138,17 @@ func (e *estimator) descs(rows, cols int64, eb float64) float64 {
 	return float64(rows) * float64(ceilDiv(int64(float64(cols)*eb+0.5), maxB))
 }
 
+// step is one class of the plan's steps (a K block of a result block).
+type step struct {
+	w           blockWork
+	first       bool
+	count       float64
+	ms, ns, ks  int64
+	bytes, trPE float64
+	trCopy      float64
+	descs       float64
+}
+
 // pieces splits n into pieces of size: the count of full pieces and the
 // length of the last, shorter one (0 when size divides n).
 func pieces(n, size int64) (full, last int64) { return n / size, n % size }
@@ -217,16 +229,8 @@ func (p *GEMMPlan) estimate(e *estimator) Estimate {
 		transposeEff = eff
 	}
 	tensorT := g.AMK && p.Transpose == TransposeTensor
-	type step struct {
-		w           blockWork
-		first       bool
-		count       float64
-		ms, ns, ks  int64
-		bytes, trPE float64
-		trCopy      float64
-		descs       float64
-	}
-	var steps []step
+	steps := e.steps[:0]
+	defer func() { e.steps = steps[:0] }()
 	nfull, nlast := pieces(g.N, p.BN)
 	mfull, mlast := pieces(g.M, p.BM)
 	kFirst := min(p.BK, g.K)
@@ -284,7 +288,8 @@ func (p *GEMMPlan) estimate(e *estimator) Estimate {
 	// Engine totals; with evacuate auto the copies balance VectorE and
 	// ScalarE (the scheduler sends each to whichever finishes it first).
 	var copiesV, copiesS, adds float64
-	for _, st := range steps {
+	for i := range steps {
+		st := &steps[i]
 		est.TensorNs += st.count * (st.w.pe + st.trPE)
 		if st.first {
 			copiesV += st.count * st.w.copyV
@@ -308,14 +313,15 @@ func (p *GEMMPlan) estimate(e *estimator) Estimate {
 		fS = 1 - fV
 	}
 	var trCopies float64
-	for _, st := range steps {
-		trCopies += st.count * st.trCopy
+	for i := range steps {
+		trCopies += steps[i].count * steps[i].trCopy
 	}
 	est.VectorNs = adds + fV*copiesV + trCopies
 	est.ScalarNs = fS * copiesS
 	// The steps, each as slow as its slowest stage.
 	var stepsNs, firstKB float64 // firstKB: TensorE's run-ahead
-	for i, st := range steps {
+	for i := range steps {
+		st := &steps[i]
 		c := st.w.pe + st.trPE
 		ev := st.w.add + st.trCopy
 		var sc float64
@@ -363,8 +369,8 @@ func (p *GEMMPlan) estimate(e *estimator) Estimate {
 	// load or an evacuation now and then): their loads combine as a
 	// p-norm, between the slowest one (p = inf, perfect overlap) and their
 	// sum (p = 1). contentionNorm is fitted (docs/validation.md).
-	pn := math.Pow(math.Pow(est.TensorNs, contentionNorm)+math.Pow(est.VectorNs, contentionNorm)+
-		math.Pow(est.ScalarNs, contentionNorm)+math.Pow(est.DMANs, contentionNorm), 1/contentionNorm)
+	pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^contentionNorm
+	pn := math.Pow(pow(est.TensorNs)+pow(est.VectorNs)+pow(est.ScalarNs)+pow(est.DMANs), 1/contentionNorm)
 	busy := max(stepsNs, pn)
 	est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs
 	return est

@@ -364,9 +364,21 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 					for _, bn := range bns {
 						for _, bm := range bms {
 							for _, nres := range nress {
+								// Bigger K blocks need fewer evacuations and hide more
+								// latency: only the biggest that fits and the even
+								// splits of K down to half of it compete.
+								kmax := int64(0)
 								for _, bk := range bks {
-									if p.sbufBytesOf(order, bn, bm, bk, nres) > sbufCap {
+									if bk > kmax && p.sbufBytesOf(order, bn, bm, bk, nres) <= sbufCap {
+										kmax = bk
+									}
+								}
+								for _, bk := range bks {
+									if kmax == 0 || bk > kmax || (bk < kmax/2 && len(bks) > 1) || (bk != kmax && !evenSplit(g.K, bk)) {
 										continue
+									}
+									if acc != accs[0] && bk >= g.K {
+										continue // K in one block: no partial sums to accumulate
 									}
 									if (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && bk < g.K && len(bks) > 1 {
 										continue // ScalarE evacuations need K in one block
@@ -418,6 +430,10 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	}
 	return p, nil
 }
+
+// evenSplit reports whether block is K split into equal parts (rounded up
+// to whole tiles).
+func evenSplit(k, block int64) bool { return roundUp(ceilDiv(k, ceilDiv(k, block)), 128) == block }
 
 // tieFraction is how close two estimates must be for the plan search to
 // call them equal and prefer the one better() prefers.

@@ -47,3 +47,31 @@ func BenchmarkLoweredGEMM(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPlanGEMM is the plan search alone (the analytic estimate of
+// every candidate), for the default GEMM with every lowering field
+// automatic, K1 with the tutorial's blocks pinned, and 16384^3.
+func BenchmarkPlanGEMM(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+	}{
+		{"default", nil},
+		{"K1", []string{"hardware.preset=trn1", "workload.gemm.m=4096", "workload.gemm.k=8192", "workload.gemm.n=8192",
+			"workload.lowering.block_m=2048", "workload.lowering.block_n=1024", "workload.lowering.block_k=1024",
+			"workload.lowering.loop_order=nkm", "workload.lowering.accumulate_dtype=bf16"}},
+		{"16384", []string{"workload.gemm.m=16384", "workload.gemm.k=16384", "workload.gemm.n=16384"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: tc.sets})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < b.N; i++ {
+				if _, err := GEMMPlan(cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

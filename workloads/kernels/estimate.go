@@ -138,6 +138,15 @@ func (e *estimator) descs(rows, cols int64, eb float64) float64 {
 	return float64(rows) * float64(ceilDiv(int64(float64(cols)*eb+0.5), maxB))
 }
 
+// fmax is max for numbers that are never NaN (the builtin's NaN rules cost
+// more than the comparison in the plan search's inner loop).
+func fmax(a, b float64) float64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
 // step is one class of the plan's steps (a K block of a result block).
 type step struct {
 	w           blockWork
@@ -204,7 +213,8 @@ func (e *estimator) block(ms, ns, ks int64, doubleRow bool, res int) blockWork {
 	return w
 }
 
-// estimate returns the plan's analytic time, step by step: a step is one
+// estimateEvacs returns the plan's analytic time for each evacuation
+// choice in evacs (into out), step by step: a step is one
 // K block of one result block, and its time is the slowest of its
 // multiplies (TensorE), its evacuations (VectorE or ScalarE) and its loads
 // (the DMA engines: its bytes at their rate, and, with NBuf input buffers,
@@ -212,9 +222,8 @@ func (e *estimator) block(ms, ns, ks int64, doubleRow bool, res int) blockWork {
 // fill before the first multiply, the drain after the last, and the waits
 // of a single result buffer for its store. Every instruction is costed by
 // the simulator's own cost table.
-func (p *GEMMPlan) estimate(e *estimator) Estimate {
+func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimate) {
 	g := p.G
-	var est Estimate
 	res := 0
 	if g.K > p.BK {
 		res = 1
@@ -285,95 +294,109 @@ func (p *GEMMPlan) estimate(e *estimator) Estimate {
 			}
 		}
 	}
-	// Engine totals; with evacuate auto the copies balance VectorE and
-	// ScalarE (the scheduler sends each to whichever finishes it first).
-	var copiesV, copiesS, adds float64
-	for i := range steps {
-		st := &steps[i]
-		est.TensorNs += st.count * (st.w.pe + st.trPE)
-		if st.first {
-			copiesV += st.count * st.w.copyV
-			copiesS += st.count * st.w.copyS
-		} else {
-			adds += st.count * st.w.add
+	for oi, ev := range evacs {
+		var est Estimate
+		// Engine totals; with evacuate auto the copies balance VectorE and
+		// ScalarE (the scheduler sends each to whichever finishes it first).
+		var copiesV, copiesS, adds float64
+		for i := range steps {
+			st := &steps[i]
+			est.TensorNs += st.count * (st.w.pe + st.trPE)
+			if st.first {
+				copiesV += st.count * st.w.copyV
+				copiesS += st.count * st.w.copyS
+			} else {
+				adds += st.count * st.w.add
+			}
+			est.DMANs += st.count * (st.bytes/e.bw + st.descs*e.descNs)
 		}
-		est.DMANs += st.count * (st.bytes/e.bw + st.descs*e.descNs)
+		fV, fS := 1.0, 0.0 // shares of the copies on VectorE and ScalarE
+		switch ev {
+		case EvacScalar:
+			fV, fS = 0, 1
+		case EvacAlternate:
+			fV, fS = 0.5, 0.5
+		case EvacAuto:
+			fV = 0
+			if copiesV+copiesS > 0 {
+				fV = min(1, max(0, (copiesS-adds)/(copiesV+copiesS)))
+			}
+			fS = 1 - fV
+		}
+		var trCopies float64
+		for i := range steps {
+			trCopies += steps[i].count * steps[i].trCopy
+		}
+		est.VectorNs = adds + fV*copiesV + trCopies
+		est.ScalarNs = fS * copiesS
+		// The steps, each as slow as its slowest stage.
+		var stepsNs, firstKB float64 // firstKB: TensorE's run-ahead
+		for i := range steps {
+			st := &steps[i]
+			c := st.w.pe + st.trPE
+			ev := st.w.add + st.trCopy
+			var sc float64
+			if st.first {
+				ev, sc = fV*st.w.copyV+st.trCopy, fS*st.w.copyS
+			}
+			load := st.bytes/e.bw + st.descs*e.descNs
+			var t float64
+			if p.NBuf <= 1 {
+				// Single-buffered inputs: loads and multiplies take turns.
+				t = max(c+load+lat, ev, sc)
+			} else {
+				t = fmax(fmax(c, ev), fmax(fmax(sc, load), (load+lat)/float64(p.NBuf-1)))
+			}
+			stepsNs += st.count * t
+			if i == 0 {
+				// How far TensorE runs ahead of a stalled evacuation: the
+				// PSUM accumulation groups it can fill meanwhile.
+				mTiles := float64(ceilDiv(st.ms, 128))
+				firstKB = c * min(1, float64(p.Groups)/mTiles)
+			}
+		}
+		bm, bn := min(p.BM, g.M), min(p.BN, g.N)
+		est.FillNs = float64(kFirst*(bm+bn))*eb/e.bw + lat
+		storeNs := float64(bm*bn)*outB/e.bw + lat
+		last := steps[len(steps)-1].w
+		lastEvac := e.c.copyV[res][last.evacM][last.evacN]
+		if nBK > 1 {
+			lastEvac = e.c.add[res][last.evacM][last.evacN]
+		}
+		est.DrainNs = lastEvac + storeNs
+		if p.NRes == 1 {
+			// One result buffer: a result block's first evacuation waits for
+			// the store of the block before it in that buffer.
+			// (In nkm the result buffer holds every M block of an N block,
+			// each stored as its last K block ends: the first evacuation
+			// of the next N block waits for the first M block's store.)
+			groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM)), storeNs
+			if p.Order == OrderNKM {
+				groups = float64(ceilDiv(g.N, p.BN))
+			}
+			if w := perRes - firstKB; w > 0 && groups > 1 {
+				est.StallNs = (groups - 1) * w
+			}
+		}
+		est.StepsNs = stepsNs
+		// Engines that are all busy slow one another (a multiply waits for a
+		// load or an evacuation now and then): their loads combine as a
+		// p-norm, between the slowest one (p = inf, perfect overlap) and their
+		// sum (p = 1). contentionNorm is fitted (docs/validation.md).
+		pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^contentionNorm
+		pn := math.Pow(pow(est.TensorNs)+pow(est.VectorNs)+pow(est.ScalarNs)+pow(est.DMANs), 1/contentionNorm)
+		busy := max(stepsNs, pn)
+		est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs
+
+		out[oi] = est
 	}
-	fV, fS := 1.0, 0.0 // shares of the copies on VectorE and ScalarE
-	switch p.Evacuate {
-	case EvacScalar:
-		fV, fS = 0, 1
-	case EvacAlternate:
-		fV, fS = 0.5, 0.5
-	case EvacAuto:
-		fV = 0
-		if copiesV+copiesS > 0 {
-			fV = min(1, max(0, (copiesS-adds)/(copiesV+copiesS)))
-		}
-		fS = 1 - fV
-	}
-	var trCopies float64
-	for i := range steps {
-		trCopies += steps[i].count * steps[i].trCopy
-	}
-	est.VectorNs = adds + fV*copiesV + trCopies
-	est.ScalarNs = fS * copiesS
-	// The steps, each as slow as its slowest stage.
-	var stepsNs, firstKB float64 // firstKB: TensorE's run-ahead
-	for i := range steps {
-		st := &steps[i]
-		c := st.w.pe + st.trPE
-		ev := st.w.add + st.trCopy
-		var sc float64
-		if st.first {
-			ev, sc = fV*st.w.copyV+st.trCopy, fS*st.w.copyS
-		}
-		load := st.bytes/e.bw + st.descs*e.descNs
-		var t float64
-		if p.NBuf <= 1 {
-			// Single-buffered inputs: loads and multiplies take turns.
-			t = max(c+load+lat, ev, sc)
-		} else {
-			t = max(c, ev, sc, load, (load+lat)/float64(p.NBuf-1))
-		}
-		stepsNs += st.count * t
-		if i == 0 {
-			// How far TensorE runs ahead of a stalled evacuation: the
-			// PSUM accumulation groups it can fill meanwhile.
-			mTiles := float64(ceilDiv(st.ms, 128))
-			firstKB = c * min(1, float64(p.Groups)/mTiles)
-		}
-	}
-	bm, bn := min(p.BM, g.M), min(p.BN, g.N)
-	est.FillNs = float64(kFirst*(bm+bn))*eb/e.bw + lat
-	storeNs := float64(bm*bn)*outB/e.bw + lat
-	last := steps[len(steps)-1].w
-	lastEvac := e.c.copyV[res][last.evacM][last.evacN]
-	if nBK > 1 {
-		lastEvac = e.c.add[res][last.evacM][last.evacN]
-	}
-	est.DrainNs = lastEvac + storeNs
-	if p.NRes == 1 {
-		// One result buffer: a result block's first evacuation waits for
-		// the store of the block before it in that buffer.
-		groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM)), storeNs
-		if p.Order == OrderNKM {
-			groups, perRes = float64(ceilDiv(g.N, p.BN)), float64(g.M*bn)*outB/e.bw+lat
-		}
-		if w := perRes - firstKB; w > 0 && groups > 1 {
-			est.StallNs = (groups - 1) * w
-		}
-	}
-	est.StepsNs = stepsNs
-	// Engines that are all busy slow one another (a multiply waits for a
-	// load or an evacuation now and then): their loads combine as a
-	// p-norm, between the slowest one (p = inf, perfect overlap) and their
-	// sum (p = 1). contentionNorm is fitted (docs/validation.md).
-	pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^contentionNorm
-	pn := math.Pow(pow(est.TensorNs)+pow(est.VectorNs)+pow(est.ScalarNs)+pow(est.DMANs), 1/contentionNorm)
-	busy := max(stepsNs, pn)
-	est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs
-	return est
+}
+
+// estimate returns the plan's analytic time (see estimateEvacs).
+func (p *GEMMPlan) estimate(e *estimator) Estimate {
+	var out [1]Estimate
+	p.estimateEvacs(e, []Evacuation{p.Evacuate}, out[:])
+	return out[0]
 }
 
 // Estimate returns the plan's analytic time on tg (what the plan search

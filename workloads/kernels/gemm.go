@@ -286,7 +286,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	} else {
 		p.auto["loop_order"] = true
 	}
-	// Candidate sizes: every multiple of step up to 8 steps, then the
+	// Candidate sizes: every multiple of step up to 4 steps, then the
 	// powers of two and the even splits of the dimension (blocks need not
 	// divide it), up to limit.
 	cands := func(given, step, limit, dim int64, name string) []int64 {
@@ -303,13 +303,13 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 				out = append(out, v)
 			}
 		}
-		for v := step; v <= 8*step; v += step {
+		for v := step; v <= 4*step; v += step {
 			addC(v)
 		}
 		for v := step; v <= limit; v *= 2 {
 			addC(v)
 		}
-		for s := int64(1); s <= 16; s++ {
+		for s := int64(1); s <= 12; s++ {
 			addC(ceilDiv(dim, s))
 		}
 		slices.Sort(out)
@@ -355,6 +355,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	sbufCap := lim.SBUFPartitionBytes
 	var best *GEMMPlan
 	var bestNs float64
+	var ests [2]Estimate
 	for _, acc := range accs {
 		for _, nbuf := range nbufs {
 			for _, tr := range transposes {
@@ -364,9 +365,9 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 					for _, bn := range bns {
 						for _, bm := range bms {
 							for _, nres := range nress {
-								// Bigger K blocks need fewer evacuations and hide more
-								// latency: only the biggest that fits and the even
-								// splits of K down to half of it compete.
+								// The biggest K block that fits, the even splits of K
+								// and the powers of two below it compete (small blocks
+								// pipeline the loads of a DMA-bound GEMM better).
 								kmax := int64(0)
 								for _, bk := range bks {
 									if bk > kmax && p.sbufBytesOf(order, bn, bm, bk, nres) <= sbufCap {
@@ -374,8 +375,11 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 									}
 								}
 								for _, bk := range bks {
-									if kmax == 0 || bk > kmax || (bk < kmax/2 && len(bks) > 1) || (bk != kmax && !evenSplit(g.K, bk)) {
+									if kmax == 0 || bk > kmax || (bk != kmax && !evenSplit(g.K, bk) && bk&(bk-1) != 0) {
 										continue
+									}
+									if nres == 1 && len(nress) > 1 && p.sbufBytesOf(order, bn, bm, bk, 2) <= sbufCap {
+										continue // two result buffers fit: one is never faster
 									}
 									if acc != accs[0] && bk >= g.K {
 										continue // K in one block: no partial sums to accumulate
@@ -383,12 +387,17 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 									if (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && bk < g.K && len(bks) > 1 {
 										continue // ScalarE evacuations need K in one block
 									}
-									for _, ev := range evacs {
-										c := *p
-										c.Order, c.BN, c.BM, c.BK, c.NRes, c.Evacuate = order, bn, bm, bk, nres, ev
-										c.GroupBanks = (bn / p.TN) * p.banksPerTile
-										c.Groups = max(1, groupBanks/max(c.GroupBanks, 1))
-										ns := c.estimate(est).TotalNs
+									c := *p
+									c.Order, c.BN, c.BM, c.BK, c.NRes = order, bn, bm, bk, nres
+									if best != nil && float64(c.dmaBytes())/est.bw > bestNs {
+										continue // its loads alone take longer than the best plan
+									}
+									c.GroupBanks = (bn / p.TN) * p.banksPerTile
+									c.Groups = max(1, groupBanks/max(c.GroupBanks, 1))
+									c.estimateEvacs(est, evacs, ests[:len(evacs)])
+									for ei, ev := range evacs {
+										c.Evacuate = ev
+										ns := ests[ei].TotalNs
 										if best == nil || ns < bestNs*(1-tieFraction) || (ns <= bestNs*(1+tieFraction) && better(&c, best)) {
 											cc := c
 											best, bestNs = &cc, ns

@@ -1,0 +1,152 @@
+package workloads
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/chip"
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/workloads/kernels"
+)
+
+// gridPath is the committed grid of GEMM lowering choices
+// (scripts/gemm-grid; docs/validation.md says how it was made).
+const gridPath = "../validate/grids/gemm-grid.csv"
+
+// gridRow is one simulated point of the grid.
+type gridRow struct {
+	key  string // preset m k n dtype
+	sets []string
+	simS float64
+}
+
+func readGrid(t *testing.T) []gridRow {
+	t.Helper()
+	path := gridPath
+	if p := os.Getenv("TRNSIM_GRID"); p != "" {
+		path = p
+	}
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		t.Skip("no grid at", path)
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	var rows []gridRow
+	for _, r := range recs[1:] {
+		if r[col["status"]] != "ok" {
+			continue
+		}
+		get := func(c string) string { return r[col[c]] }
+		l := "workload.lowering."
+		sets := []string{"hardware.preset=" + get("preset"), "workload.gemm.m=" + get("m"), "workload.gemm.k=" + get("k"),
+			"workload.gemm.n=" + get("n"), "workload.gemm.dtype=" + get("dtype"),
+			l + "loop_order=" + get("loop_order"), l + "evacuate=" + get("evacuate"), l + "buffers=" + get("buffers"),
+			l + "block_m=" + get("block_m"), l + "block_n=" + get("block_n"), l + "block_k=" + get("block_k"),
+			l + "tile_n=" + get("tile_n"), l + "result_buffers=" + get("result_buffers")}
+		if p := strings.Split(get("point"), "/"); len(p) == 7 {
+			sets = append(sets, l+"accumulate_dtype="+p[1])
+		}
+		var sim float64
+		fmt.Sscan(get("simulated_s"), &sim)
+		rows = append(rows, gridRow{key: strings.Join([]string{get("preset"), get("m"), get("k"), get("n"), get("dtype")}, " "), sets: sets, simS: sim})
+	}
+	return rows
+}
+
+// The plan estimate's one fitted constant, the p of the p-norm that
+// combines the engines' loads: fitted on the trn2 2048^3 grid (the p in
+// 2..8 with the least RMS log error of estimate against simulation), and
+// checked on a quarter of every other grid's points, where the error must
+// stay below 0.15 (about 15%). docs/validation.md records the table this logs.
+func TestPlanEstimateFit(t *testing.T) {
+	rows := readGrid(t)
+	type parts struct{ pe, v, s, d, steps, extra, sim float64 }
+	var fit, check []parts
+	for i, r := range rows {
+		if r.key != "trn2 2048 2048 2048 bf16" && i%4 != 0 {
+			continue // a quarter of the check rows keeps the test short
+		}
+		cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: r.sets})
+		require.NoError(t, err, "%v", r.sets)
+		plan, err := GEMMPlan(cfg)
+		require.NoError(t, err, "%v", r.sets)
+		e := plan.Estimate(Target(cfg))
+		p := parts{e.TensorNs, e.VectorNs, e.ScalarNs, e.DMANs, e.StepsNs, e.FillNs + e.DrainNs + e.StallNs, r.simS * 1e9}
+		if r.key == "trn2 2048 2048 2048 bf16" {
+			fit = append(fit, p)
+		} else {
+			check = append(check, p)
+		}
+	}
+	require.NotEmpty(t, fit, "the grid has the fit rows")
+	rms := func(ps []parts, norm float64) float64 {
+		var sum float64
+		for _, p := range ps {
+			pn := math.Pow(math.Pow(p.pe, norm)+math.Pow(p.v, norm)+math.Pow(p.s, norm)+math.Pow(p.d, norm), 1/norm)
+			est := max(p.steps, pn) + p.extra
+			sum += math.Pow(math.Log(est/p.sim), 2)
+		}
+		return math.Sqrt(sum / float64(len(ps)))
+	}
+	best, bestErr := 0.0, math.Inf(1)
+	t.Logf("| p | RMS log error, fit rows (trn2 2048^3, %d points) | RMS log error, check rows (%d points) |", len(fit), len(check))
+	for _, norm := range []float64{2, 3, 4, 4.5, 5, 5.5, 6, 8} {
+		f, c := rms(fit, norm), rms(check, norm)
+		t.Logf("| %g | %.4f | %.4f |", norm, f, c)
+		if f < bestErr {
+			best, bestErr = norm, f
+		}
+	}
+	assert.Equal(t, kernels.ContentionNorm, best, "the constant is the fit's")
+	if len(check) > 0 {
+		assert.Less(t, rms(check, kernels.ContentionNorm), 0.15, "the fit holds on the rows it was not fitted on")
+	}
+}
+
+// Planner quality (outside CI: TRNSIM_LONG=1, it simulates the biggest
+// GEMMs): on every grid the automatic plan reaches at least 95% of the
+// speed of the grid's best point.
+func TestPlanQuality(t *testing.T) {
+	if os.Getenv("TRNSIM_LONG") == "" {
+		t.Skip("set TRNSIM_LONG=1 to simulate the automatic plan of every grid")
+	}
+	best := map[string]float64{}
+	for _, r := range readGrid(t) {
+		if b, ok := best[r.key]; !ok || r.simS < b {
+			best[r.key] = r.simS
+		}
+	}
+	keys := make([]string, 0, len(best))
+	for k := range best {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f := strings.Fields(k)
+		cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + f[0], "workload.gemm.m=" + f[1],
+			"workload.gemm.k=" + f[2], "workload.gemm.n=" + f[3], "workload.gemm.dtype=" + f[4]}})
+		require.NoError(t, err)
+		prog, _, err := Lower(cfg)
+		require.NoError(t, err)
+		res, err := chip.Run(cfg, prog, chip.Options{NoRaceCheck: true})
+		require.NoError(t, err)
+		speed := best[k] / res.SimTime.Seconds()
+		t.Logf("%s: auto %.4g s, best %.4g s: %.1f%%", k, res.SimTime.Seconds(), best[k], 100*speed)
+		assert.GreaterOrEqual(t, speed, 0.95, k)
+	}
+}

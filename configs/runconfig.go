@@ -59,6 +59,9 @@ type GEMMWorkload struct {
 	// NKI lhsT convention: tiles load straight into the stationary layout) or
 	// "mk" (row-major [M, K], loaded with transposing DMAs).
 	ALayout string `yaml:"a_layout"`
+	// Batch is the number of independent GEMMs of this shape (a batched
+	// matmul, each with its own A, B and C); 0 or 1: one.
+	Batch int64 `yaml:"batch" check:"nonneg"`
 }
 
 // ElementwiseWorkload applies one elementwise op to a [Rows, Cols] tensor

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/report"
 	"github.com/trnsim/trnsim/runner"
 )
@@ -31,7 +32,8 @@ type Case struct {
 	Title  string `yaml:"title"`
 	Source string `yaml:"source"`
 	// Metric is simulated_time, peak_pct, engine_busy_pct, dma_active_pct,
-	// time_per_instruction (of Engine) or dma_engine0_active.
+	// time_per_instruction (of Engine), dma_engine0_active, hbm_read_bytes
+	// or hbm_write_bytes (unit GB).
 	Metric   string  `yaml:"metric"`
 	Engine   string  `yaml:"engine"`
 	Measured float64 `yaml:"measured"`
@@ -227,6 +229,17 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 		row.Bound = float64(es.Bytes) / (h.Core.DMA.EngineBandwidthGBps * 1e9) * scale
 		counters = fmt.Sprintf("engine 0: %d bytes, active %.1f ns, first byte at %.1f ns; transfer complete (semaphore) at %.1f ns",
 			es.Bytes, es.Active.Nanoseconds(), es.FirstByte.Nanoseconds(), core.DMA.LastCompletion.Nanoseconds())
+	case "hbm_read_bytes", "hbm_write_bytes":
+		if c.Unit != "GB" {
+			return row, fmt.Errorf("case %s: %s is in GB, not %q", c.ID, c.Metric, c.Unit)
+		}
+		// Bound: every input read once, every output written once.
+		in, outB := gemmBytes(cfg)
+		row.Predicted, row.Bound = float64(r.HBM.ReadBytes)/1e9, float64(in)/1e9
+		if c.Metric == "hbm_write_bytes" {
+			row.Predicted, row.Bound = float64(r.HBM.WriteBytes)/1e9, float64(outB)/1e9
+		}
+		counters += fmt.Sprintf("; HBM read %.3f GB, written %.3f GB", float64(r.HBM.ReadBytes)/1e9, float64(r.HBM.WriteBytes)/1e9)
 	default:
 		return row, fmt.Errorf("case %s: unknown metric %q", c.ID, c.Metric)
 	}
@@ -237,7 +250,9 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 		row.Pass = &pass
 	}
 	// A time below the bound, or a percentage above it, is a bug.
-	isTime := c.Metric == "simulated_time" || c.Metric == "dma_engine0_active" || c.Metric == "time_per_instruction"
+	// Times and bytes have lower bounds, percentages upper ones.
+	isTime := c.Metric == "simulated_time" || c.Metric == "dma_engine0_active" || c.Metric == "time_per_instruction" ||
+		c.Metric == "hbm_read_bytes" || c.Metric == "hbm_write_bytes"
 	if isTime && row.Predicted < row.Bound*(1-1e-9) {
 		return row, fmt.Errorf("case %s: predicted %.6g %s beats the physical bound %.6g %s", c.ID, row.Predicted, c.Unit, row.Bound, c.Unit)
 	}
@@ -245,6 +260,19 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 		return row, fmt.Errorf("case %s: predicted %.6g%% exceeds %.6g%%", c.ID, row.Predicted, row.Bound)
 	}
 	return row, nil
+}
+
+// gemmBytes returns the least HBM bytes a GEMM workload reads (its inputs
+// once) and writes (its output once); 0, 0 for other kinds.
+func gemmBytes(cfg *configs.RunConfig) (in, out int64) {
+	g := cfg.Workload.GEMM
+	if cfg.Workload.Kind != "gemm" || g == nil {
+		return 0, 0
+	}
+	dt, _ := isa.ParseDType(g.DType)
+	odt, _ := isa.ParseDType(g.OutDType)
+	b := max(g.Batch, 1)
+	return b * (g.M*g.K + g.K*g.N) * int64(dt.Bytes()), b * g.M * g.N * int64(odt.Bytes())
 }
 
 // Missed lists the ids of targeted rows that missed.

@@ -25,7 +25,7 @@ func TestEveryCaseLoadsWithASource(t *testing.T) {
 			assert.NotEmpty(t, c.Title)
 			assert.Regexp(t, `\[(C|I|3P|R|U)\]`, c.Source, "the source carries a confidence tag")
 			assert.Greater(t, c.Measured, 0.0)
-			assert.Contains(t, []string{"simulated_time", "peak_pct", "engine_busy_pct", "dma_active_pct", "time_per_instruction", "dma_engine0_active"}, c.Metric)
+			assert.Contains(t, []string{"simulated_time", "peak_pct", "engine_busy_pct", "dma_active_pct", "time_per_instruction", "dma_engine0_active", "hbm_read_bytes", "hbm_write_bytes"}, c.Metric)
 			data, err := yaml.Marshal(&c.Config)
 			require.NoError(t, err)
 			_, err = configs.LoadBytes(data, c.ID, configs.LoadOptions{})

@@ -154,7 +154,7 @@ func GEMMPlan(cfg *configs.RunConfig) (*kernels.GEMMPlan, error) {
 	l := &cfg.Workload.Lowering
 	in, _ := isa.ParseDType(g.DType)
 	out, _ := isa.ParseDType(g.OutDType)
-	kg := kernels.GEMM{M: g.M, K: g.K, N: g.N, In: in, Out: out, AMK: g.ALayout == "mk"}
+	kg := kernels.GEMM{M: g.M, K: g.K, N: g.N, Batch: g.Batch, In: in, Out: out, AMK: g.ALayout == "mk"}
 	o := kernels.GEMMOptions{TileN: int64(l.TileN), BlockM: int64(l.BlockM), BlockN: int64(l.BlockN), BlockK: int64(l.BlockK),
 		Buffers: int64(l.Buffers), ResultBuffers: int64(l.ResultBuffers), PSUMBanks: int64(l.PSUMBanks), OpID: 1}
 	o.EvacuateSet = l.Evacuate != ""
@@ -214,15 +214,23 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return nil, nil, err
 	}
 	eb := int64(in.Bytes())
-	flops := 2 * float64(g.M) * float64(g.N) * float64(g.K)
+	batch := max(g.Batch, 1)
+	flops := 2 * float64(batch) * float64(g.M) * float64(g.N) * float64(g.K)
 	name := cfg.Workload.Name
+	shape := []Dim{{"m", g.M}, {"k", g.K}, {"n", g.N}}
+	if batch > 1 {
+		shape = append([]Dim{{"batch", batch}}, shape...)
+	}
 	if name == "" {
 		name = fmt.Sprintf("gemm %dx%dx%d %s", g.M, g.K, g.N, in)
+		if batch > 1 {
+			name = fmt.Sprintf("bmm %dx%dx%dx%d %s", batch, g.M, g.K, g.N, in)
+		}
 	}
 	info := &Info{Name: name, Kind: "gemm", DType: in, FLOPs: flops, CoresUsed: len(p.Cores),
-		Shape:       []Dim{{"m", g.M}, {"k", g.K}, {"n", g.N}},
+		Shape:       shape,
 		Ops:         []Op{{ID: 1, Name: "matmul", Kind: "matmul", FLOPs: flops}},
-		MinHBMBytes: (g.M*g.K+g.K*g.N)*eb + g.M*g.N*int64(out.Bytes()),
+		MinHBMBytes: batch * ((g.M*g.K+g.K*g.N)*eb + g.M*g.N*int64(out.Bytes())),
 		Choices:     choices(plan.Choices()),
 		Notes:       plan.Notes()}
 	info.Choices = append(info.Choices, queueChoice(cfg))

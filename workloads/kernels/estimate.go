@@ -229,6 +229,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 		res = 1
 	}
 	nBK, nBM := ceilDiv(g.K, p.BK), ceilDiv(g.M, p.BM)
+	batch := float64(max(g.Batch, 1)) // a batch repeats every step
 	// A store that casts the result block to C's dtype moves the larger
 	// side's bytes through the DMA engines.
 	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
@@ -257,7 +258,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 					continue
 				}
 				ms, ns, ks := mb[0], nb[0], kb[0]
-				st := step{w: e.block(ms, ns, ks, p.DoubleRow, res), first: ki == 0, count: float64(nb[1] * mb[1] * kb[1]), ms: ms, ns: ns, ks: ks}
+				st := step{w: e.block(ms, ns, ks, p.DoubleRow, res), first: ki == 0, count: float64(nb[1]*mb[1]*kb[1]) * batch, ms: ms, ns: ns, ks: ks}
 				// The step's loads: its A block, its B block, and its share
 				// of the result block's store, with their descriptors (one
 				// per contiguous row piece).
@@ -370,9 +371,9 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 			// (In nkm the result buffer holds every M block of an N block,
 			// each stored as its last K block ends: the first evacuation
 			// of the next N block waits for the first M block's store.)
-			groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM)), storeNs
+			groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM))*batch, storeNs
 			if p.Order == OrderNKM {
-				groups = float64(ceilDiv(g.N, p.BN))
+				groups = float64(ceilDiv(g.N, p.BN)) * batch
 			}
 			if w := perRes - firstKB; w > 0 && groups > 1 {
 				est.StallNs = (groups - 1) * w

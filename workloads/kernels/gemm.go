@@ -9,9 +9,13 @@ import (
 	. "github.com/trnsim/trnsim/workloads/tile"
 )
 
-// GEMM is C[M, N] = A[M, K] @ B[K, N].
+// GEMM is C[M, N] = A[M, K] @ B[K, N], or Batch of them (a batched
+// matmul: Batch independent A, B and C, stored one after another along
+// their first dimension).
 type GEMM struct {
 	M, K, N int64
+	// Batch is the number of independent GEMMs (0 or 1: one).
+	Batch   int64
 	In, Out isa.DType
 	// AMK is set when A is stored row-major [M, K]; otherwise it is stored
 	// transposed, [K, M] (the NKI lhsT layout).
@@ -182,7 +186,7 @@ func (p *GEMMPlan) dmaBytes() int64 {
 	if p.Order == OrderNKM {
 		bReads = 1
 	}
-	return add(mul(g.K, g.M, eb, ceilDiv(g.N, p.BN)), mul(g.K, g.N, eb, bReads), mul(g.M, g.N, int64(g.Out.Bytes())))
+	return mul(max(g.Batch, 1), add(mul(g.K, g.M, eb, ceilDiv(g.N, p.BN)), mul(g.K, g.N, eb, bReads), mul(g.M, g.N, int64(g.Out.Bytes()))))
 }
 
 // PlanGEMM resolves the lowering options, choosing the ones left at zero:
@@ -221,11 +225,12 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 		}
 		p.DoubleRow = true
 	}
-	a := hbmTensor{"AT", g.In, []int64{g.K, g.M}}
+	batch := max(g.Batch, 1)
+	a := hbmTensor{"AT", g.In, []int64{batch, g.K, g.M}}
 	if g.AMK {
-		a = hbmTensor{"A", g.In, []int64{g.M, g.K}}
+		a = hbmTensor{"A", g.In, []int64{batch, g.M, g.K}}
 	}
-	if err := checkHBM("gemm", tg, a, hbmTensor{"B", g.In, []int64{g.K, g.N}}, hbmTensor{"C", g.Out, []int64{g.M, g.N}}); err != nil {
+	if err := checkHBM("gemm", tg, a, hbmTensor{"B", g.In, []int64{batch, g.K, g.N}}, hbmTensor{"C", g.Out, []int64{batch, g.M, g.N}}); err != nil {
 		return nil, err
 	}
 	bankBytes := lim.PSUMBankBytes()
@@ -504,14 +509,18 @@ func (p *GEMMPlan) Notes() []string {
 func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	g := p.G
 	k := New("gemm")
+	batch := max(g.Batch, 1)
 	var aHBM *Tile
 	if g.AMK {
-		aHBM = k.Tensor("A", g.In, Input, g.M, g.K)
+		aHBM = k.Tensor("A", g.In, Input, batch*g.M, g.K)
 	} else {
-		aHBM = k.Tensor("AT", g.In, Input, g.K, g.M)
+		aHBM = k.Tensor("AT", g.In, Input, batch*g.K, g.M)
 	}
-	bHBM := k.Tensor("B", g.In, Input, g.K, g.N)
-	cHBM := k.Tensor("C", g.Out, Output, g.M, g.N)
+	bHBM := k.Tensor("B", g.In, Input, batch*g.K, g.N)
+	cHBM := k.Tensor("C", g.Out, Output, batch*g.M, g.N)
+	// The rows of the batch element being built start at kOff (A^T, B)
+	// and mOff (A, C).
+	kOff, mOff := C(0), C(0)
 	nBN, nBM, nBK := ceilDiv(g.N, p.BN), ceilDiv(g.M, p.BM), ceilDiv(g.K, p.BK)
 	KT, MT, NT := p.BK/128, p.BM/128, p.BN/p.TN
 	resDT := p.ResultDType()
@@ -547,6 +556,11 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// loadA fills the A^T block of (mb, kb).
 	loadA := func(b *Block, a *Tile, mb, kb Expr) {
 		k0, m0 := kb.MulC(p.BK), mb.MulC(p.BM)
+		if g.AMK {
+			m0 = mOff.Add(m0)
+		} else {
+			k0 = kOff.Add(k0)
+		}
 		if !g.AMK {
 			loadRows(b, a, aHBM, k0, kSize(kb), m0, mSize(mb))
 			return
@@ -576,7 +590,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		})
 	}
 	loadB := func(b *Block, bt *Tile, nb, kb Expr) {
-		loadRows(b, bt, bHBM, kb.MulC(p.BK), kSize(kb), nb.MulC(p.BN), nSize(nb))
+		loadRows(b, bt, bHBM, kOff.Add(kb.MulC(p.BK)), kSize(kb), nb.MulC(p.BN), nSize(nb))
 	}
 	// compute multiplies the K block kb into the result block res (at
 	// index resIdx of its block dimension, or none) for (mb, nb).
@@ -657,7 +671,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	}
 	// store writes the finished result block of (mb, nb).
 	store := func(b *Block, res *Tile, resIdx Expr, hasIdx bool, mb, nb Expr) {
-		m0, n0 := mb.MulC(p.BM), nb.MulC(p.BN)
+		m0, n0 := mOff.Add(mb.MulC(p.BM)), nb.MulC(p.BN)
 		size, ncols := mSize(mb), nSize(nb)
 		full := size.Div(C(128)).MulC(128)
 		b.When(full.Gt(C(0)), func(b *Block) {
@@ -680,34 +694,44 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			dma(b, isa.OpDMACopy, cHBM.At(RS(m0.Add(full), rem), RS(n0, ncols)), src)
 		})
 	}
-	if p.Order == OrderNKM {
-		root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
-			res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
-			b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
-				bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
-				loadB(b, bt, nb, kb)
-				b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
-					a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
-					loadA(b, a, mb, kb)
-					compute(b, a, bt, res, mb, true, mb, nb, kb, mb.MulC(MT))
-					b.When(kb.Eq(C(nBK-1)), func(b *Block) { store(b, res, mb, true, mb, nb) })
+	build := func(root *Block) {
+		if p.Order == OrderNKM {
+			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
+				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
+				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
+					bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
+					loadB(b, bt, nb, kb)
+					b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
+						a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
+						loadA(b, a, mb, kb)
+						compute(b, a, bt, res, mb, true, mb, nb, kb, mb.MulC(MT))
+						b.When(kb.Eq(C(nBK-1)), func(b *Block) { store(b, res, mb, true, mb, nb) })
+					})
 				})
 			})
+		} else {
+			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
+				b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
+					res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, MT, p.BN}, int(p.NRes))
+					b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
+						a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
+						bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
+						loadA(b, a, mb, kb)
+						loadB(b, bt, nb, kb)
+						compute(b, a, bt, res, C(0), false, mb, nb, kb, mb.MulC(MT))
+					})
+					store(b, res, C(0), false, mb, nb)
+				})
+			})
+		}
+	}
+	if batch > 1 {
+		root.For("batch", C(0), C(batch), Parallel, func(b *Block, bi Expr) {
+			kOff, mOff = bi.MulC(g.K), bi.MulC(g.M)
+			build(b)
 		})
 	} else {
-		root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
-			b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
-				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, MT, p.BN}, int(p.NRes))
-				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
-					a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
-					bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
-					loadA(b, a, mb, kb)
-					loadB(b, bt, nb, kb)
-					compute(b, a, bt, res, C(0), false, mb, nb, kb, mb.MulC(MT))
-				})
-				store(b, res, C(0), false, mb, nb)
-			})
-		})
+		build(root)
 	}
 	if err := k.Finish(); err != nil {
 		return nil, fmt.Errorf("internal error: the GEMM kernel: %w", err)

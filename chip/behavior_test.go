@@ -101,6 +101,10 @@ func lineOf(t *testing.T, src, marker string) int32 {
 
 const fsTolerance = 20 // femtoseconds of rounding across clock domains
 
+// publishedMM sets the multiply's fitted fixed cost to zero, for tests that
+// count cycles by the published formula.
+const publishedMM = "hardware.costs.constants.MM_FIXED_CYCLES.value=0"
+
 func TestBackgroundLoadStationaryHidesUnderMultiply(t *testing.T) {
 	// Four weight loads, each followed by a 512-column multiply, on trn1
 	// (2.8 GHz, no power ramp). LoadStationary of 128 columns costs
@@ -124,7 +128,9 @@ func TestBackgroundLoadStationaryHidesUnderMultiply(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, tr := traceAsm(t, "trn1", src, tc.sets...)
+			// The published formula alone (no fitted fixed cost), as the
+			// cycle counts above.
+			_, tr := traceAsm(t, "trn1", src, append(tc.sets, publishedMM)...)
 			assert.InDelta(t, float64(clk.Cycles(tc.wantCycles)), float64(tr.lastEnd(isa.EngineTensor)), fsTolerance)
 		})
 	}
@@ -291,8 +297,8 @@ func TestPowerRampSlowsFirstMicroseconds(t *testing.T) {
 		sb.WriteString("tensor multiply_moving acc, x start stop\n")
 	}
 	nominal := clock.New(2.4).Cycles(512)
-	_, on := traceAsm(t, "trn2", sb.String())
-	_, off := traceAsm(t, "trn2", sb.String(), "hardware.core.power.enabled=false")
+	_, on := traceAsm(t, "trn2", sb.String(), publishedMM)
+	_, off := traceAsm(t, "trn2", sb.String(), "hardware.core.power.enabled=false", publishedMM)
 	var mmOn, mmOff []clock.Time
 	for _, i := range on.insts {
 		if i.op == isa.OpMultiplyMoving {

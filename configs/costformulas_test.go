@@ -17,6 +17,10 @@ import (
 
 const minII = 64
 
+// mmFixed is MM_FIXED_CYCLES, the fixed cost per multiply_moving fitted on
+// K1 (nc-v2.yaml; TestCostFormulasNCv2 checks that the table has it).
+const mmFixed = 76
+
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // costModel compiles an embedded cost table.
@@ -176,14 +180,14 @@ var (
 func ncV2Rows() []formula {
 	return []formula{
 		// nc_matmul: max(min(64, N_stationary), N_moving).
-		{"matmul bf16 NS=128", matmul(bf16), 128, func(n int64) int64 { return max(min(64, 128), n) }, "tensor.multiply_moving.default"},
-		{"matmul bf16 NS=32", matmul(bf16), 32, func(n int64) int64 { return max(min(64, 32), n) }, "tensor.multiply_moving.default"},
-		{"matmul bf16 NS=1", matmul(bf16), 1, func(n int64) int64 { return max(1, n) }, "tensor.multiply_moving.default"},
-		{"matmul fp16 NS=64", matmul(fp16), 64, func(n int64) int64 { return max(64, n) }, "tensor.multiply_moving.default"},
-		{"matmul fp8 NS=128", matmul(fp8), 128, func(n int64) int64 { return max(64, n) }, "tensor.multiply_moving.default"},
+		{"matmul bf16 NS=128", matmul(bf16), 128, func(n int64) int64 { return max(min(64, 128), n) + mmFixed }, "tensor.multiply_moving.default"},
+		{"matmul bf16 NS=32", matmul(bf16), 32, func(n int64) int64 { return max(min(64, 32), n) + mmFixed }, "tensor.multiply_moving.default"},
+		{"matmul bf16 NS=1", matmul(bf16), 1, func(n int64) int64 { return max(1, n) + mmFixed }, "tensor.multiply_moving.default"},
+		{"matmul fp16 NS=64", matmul(fp16), 64, func(n int64) int64 { return max(64, n) + mmFixed }, "tensor.multiply_moving.default"},
+		{"matmul fp8 NS=128", matmul(fp8), 128, func(n int64) int64 { return max(64, n) + mmFixed }, "tensor.multiply_moving.default"},
 		// FP32: 4x.
-		{"matmul fp32 NS=128", matmul(fp32), 128, func(n int64) int64 { return 4 * max(64, n) }, "tensor.multiply_moving.fp32"},
-		{"matmul fp32 NS=16", matmul(fp32), 16, func(n int64) int64 { return 4 * max(16, n) }, "tensor.multiply_moving.fp32"},
+		{"matmul fp32 NS=128", matmul(fp32), 128, func(n int64) int64 { return 4*max(64, n) + mmFixed }, "tensor.multiply_moving.fp32"},
+		{"matmul fp32 NS=16", matmul(fp32), 16, func(n int64) int64 { return 4*max(16, n) + mmFixed }, "tensor.multiply_moving.fp32"},
 		// LoadStationary: about N/4.
 		{"load_stationary", func(t *testing.T, n int64) *isa.Instruction {
 			return inst(t, tensor, isa.OpLoadStationary, isa.Attrs{}, nil, sbuf(bf16, 128, n))
@@ -286,6 +290,9 @@ func ncV2Rows() []formula {
 }
 
 func TestCostFormulasNCv2(t *testing.T) {
+	fixed, ok := costModel(t, "nc-v2").Constant("MM_FIXED_CYCLES")
+	require.True(t, ok)
+	require.Equal(t, float64(mmFixed), fixed, "the fitted constant the rows add")
 	checkFormulas(t, "nc-v2", ncV2Rows())
 }
 
@@ -443,7 +450,7 @@ func TestCostStridePenalty(t *testing.T) {
 		}, 0, 1024, true},
 		{"matmul moving", func(t *testing.T) *isa.Instruction {
 			return inst(t, tensor, isa.OpMultiplyMoving, isa.Attrs{}, out(psum(fp32, 128, 128)), sbuf(bf16, 128, 128).strided(8))
-		}, 128, 256, true},
+		}, 128, 2 * (128 + mmFixed), true},
 		{"tensor_tensor general rate", func(t *testing.T) *isa.Instruction {
 			return inst(t, vec, isa.OpTensorTensor, add, out(sbuf(bf16, 128, 128)), sbuf(bf16, 128, 128).strided(8), sbuf(bf16, 128, 128))
 		}, 0, 2 * 2 * 128, true},
@@ -471,7 +478,7 @@ func TestCostLatencies(t *testing.T) {
 		interval, lat int64
 	}{
 		// Latency = interval + the engine's pipeline constant.
-		{"matmul", func(t *testing.T) *isa.Instruction { return matmul(bf16)(t, 512) }, 128, 512, 512 + 128},
+		{"matmul", func(t *testing.T) *isa.Instruction { return matmul(bf16)(t, 512) }, 128, 512 + mmFixed, 512 + mmFixed + 128},
 		{"load_stationary", func(t *testing.T) *isa.Instruction {
 			return inst(t, tensor, isa.OpLoadStationary, isa.Attrs{}, nil, sbuf(bf16, 128, 128))
 		}, 0, 32, 32},

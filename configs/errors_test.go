@@ -137,8 +137,8 @@ func TestLoadErrorsUnknownField(t *testing.T) {
 			"hardware: {preset: trn2}",
 			"workload:",
 			"  kind: gemm",
-			"  gemm: {m: 128, k: 128, n: 128, batch: 2}",
-		), nil, "test.yaml:4:34: workload.gemm.batch: unknown field (known fields of workload.gemm: a_layout, dtype, k, m, n, out_dtype)"},
+			"  gemm: {m: 128, k: 128, n: 128, batches: 2}",
+		), nil, "test.yaml:4:34: workload.gemm.batches: unknown field (known fields of workload.gemm: a_layout, batch, dtype, k, m, n, out_dtype)"},
 		{"workload lowering", y(
 			"hardware: {preset: trn2}",
 			"workload:",

@@ -173,3 +173,26 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// The automatic plan fits what the scheduler places, on every preset,
+// dtype and layout, at shapes where a smaller K block needs more SBUF than
+// a bigger one (K in several blocks accumulates in the partial-sum dtype).
+func TestAutomaticPlanLowers(t *testing.T) {
+	shapes := [][]string{
+		{"workload.gemm.m=2048", "workload.gemm.k=4096", "workload.gemm.n=4096"},
+		{"workload.gemm.m=3000", "workload.gemm.k=5000", "workload.gemm.n=7000"},
+		{"workload.gemm.m=1", "workload.gemm.k=8192", "workload.gemm.n=8192"},
+		{"workload.gemm.m=8192", "workload.gemm.k=8192", "workload.gemm.n=8192"},
+	}
+	for _, preset := range configs.PresetNames() {
+		for _, dt := range []string{"bf16", "fp16", "fp32", "tf32", "fp8e4"} {
+			for _, layout := range []string{"km", "mk"} {
+				for _, shape := range shapes {
+					sets := append([]string{"hardware.preset=" + preset, "workload.gemm.dtype=" + dt, "workload.gemm.a_layout=" + layout}, shape...)
+					_, _, err := Lower(gemmConfig(t, sets...))
+					assert.NoError(t, err, "%v", sets)
+				}
+			}
+		}
+	}
+}

@@ -380,7 +380,10 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 									}
 								}
 								for _, bk := range bks {
-									if kmax == 0 || bk > kmax || (bk != kmax && !evenSplit(g.K, bk) && bk&(bk-1) != 0) {
+									if kmax == 0 || bk > kmax || (bk != kmax && !evenSplit(g.K, bk) && bk&(bk-1) != 0) ||
+										p.sbufBytesOf(order, bn, bm, bk, nres) > sbufCap {
+										// (A smaller K block can need more SBUF: K
+										// in several blocks accumulates in AccDT.)
 										continue
 									}
 									if nres == 1 && len(nress) > 1 && p.sbufBytesOf(order, bn, bm, bk, 2) <= sbufCap {

@@ -47,8 +47,9 @@ type OpCounters struct {
 	FirstStart, LastEnd clock.Time
 	FLOPs               float64
 	// DMABytes are the bytes the op's transfers triggered here wrote to
-	// their destinations; HBMReadBytes and HBMWriteBytes the part read from
-	// or written to HBM (counted as the DMA statistics count them).
+	// their destinations; HBMReadBytes and HBMWriteBytes what they read
+	// from or wrote to HBM, counted as the HBM counters count them (one
+	// HBM side per transfer).
 	DMABytes, HBMReadBytes, HBMWriteBytes int64
 
 	busyEnd clock.Time
@@ -96,14 +97,21 @@ func (st *Stats) Committed(c *Commit) {
 		}
 	}
 	if in.Op.IsDMA() && len(in.Outs) > 0 && len(in.Ins) > 0 {
+		// As the DMA engines count them: the destination's bytes, and the
+		// HBM side's (the source if it is in HBM, else the destination);
+		// a gather reads only the rows it gathers, a scatter writes only
+		// the rows it scatters.
 		dst, src := &in.Outs[0].AP, &in.Ins[0].AP
-		b := dst.Bytes()
-		o.DMABytes += b
-		if src.Mem == isa.MemHBM {
+		o.DMABytes += dst.Bytes()
+		switch {
+		case in.Op == isa.OpDMAGather:
+			o.HBMReadBytes += dst.Bytes()
+		case in.Op == isa.OpDMAScatter:
+			o.HBMWriteBytes += src.Bytes()
+		case src.Mem == isa.MemHBM:
 			o.HBMReadBytes += src.Bytes()
-		}
-		if dst.Mem == isa.MemHBM {
-			o.HBMWriteBytes += b
+		case dst.Mem == isa.MemHBM:
+			o.HBMWriteBytes += dst.Bytes()
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/engines"
 	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/kernels"
 )
 
 func gemmConfig(t *testing.T, sets ...string) *configs.RunConfig {
@@ -77,6 +78,8 @@ func TestLoweringErrorsNameTheField(t *testing.T) {
 		{[]string{"workload.lowering.psum_banks=9"}, "--set workload.lowering.psum_banks=9: 9 exceeds the 8 PSUM banks"},
 		{[]string{"workload.lowering.evacuate=scalar", "workload.lowering.block_k=512"}, "--set workload.lowering.evacuate=scalar: scalar evacuation needs K in one block"},
 		{[]string{"workload.lowering.matmul_mode=double_row"}, "--set workload.lowering.matmul_mode=double_row: double_row takes fp8e4 or fp8e5 inputs, not bf16"},
+		{[]string{"workload.gemm.k=16384", "workload.lowering.evacuate=scalar"}, "--set workload.lowering.evacuate=scalar: scalar evacuation needs K in one block, and no K block of 16384 fits SBUF"},
+		{[]string{"workload.gemm.a_layout=mk", "workload.lowering.psum_banks=1", "workload.lowering.transpose=tensor"}, "--set workload.lowering.psum_banks=1: TensorE transposes need a PSUM bank besides the accumulation groups"},
 		{[]string{"hardware.preset=trn1", "workload.gemm.dtype=fp8e4", "workload.lowering.matmul_mode=double_row"}, "--set workload.lowering.matmul_mode=double_row: double_row needs FP8 double-row mode, which this hardware does not have"},
 	}
 	for _, tc := range cases {
@@ -194,5 +197,24 @@ func TestAutomaticPlanLowers(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// With one PSUM bank, automatic transposes of A [M, K] are DMA transposes:
+// TensorE transposes would need a bank of their own.
+func TestAutomaticTransposesKeepTheirBank(t *testing.T) {
+	for _, banks := range []string{"1", "2", "8"} {
+		cfg := gemmConfig(t, "workload.gemm.a_layout=mk", "workload.gemm.m=128", "workload.gemm.k=1024", "workload.gemm.n=512",
+			"workload.lowering.psum_banks="+banks)
+		plan, err := GEMMPlan(cfg)
+		require.NoError(t, err)
+		if plan.Transpose == kernels.TransposeTensor {
+			assert.LessOrEqual(t, plan.Groups*plan.GroupBanks, plan.Banks-1, "psum_banks=%s: a bank is left for the transposes", banks)
+		}
+		if banks == "1" {
+			assert.Equal(t, kernels.TransposeDMA, plan.Transpose)
+		}
+		_, err = Lower(cfg)
+		require.NoError(t, err)
 	}
 }

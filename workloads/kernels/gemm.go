@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/trnsim/trnsim/isa"
@@ -255,12 +256,32 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	if p.Banks > int64(lim.PSUMBanks) {
 		return nil, optErr("psum_banks", "%d exceeds the %d PSUM banks", p.Banks, lim.PSUMBanks)
 	}
-	groupBanks := p.Banks
-	if g.AMK && p.Transpose == TransposeTensor {
-		groupBanks-- // one bank for the transposes
-		if groupBanks < 1 {
-			return nil, optErr("psum_banks", "TensorE transposes need a PSUM bank besides the accumulation groups; give at least 2")
+	// The banks the accumulation groups may use: TensorE transposes keep
+	// one for themselves.
+	banksFor := func(tr TransposeMode) int64 {
+		if g.AMK && tr == TransposeTensor {
+			return p.Banks - 1
 		}
+		return p.Banks
+	}
+	// The transpose modes that can work with these banks (and a block_n
+	// given); when none can, the last one's reason is the error.
+	needBN := mul(o.BlockN/max(p.TN, 1), ceilDiv(p.TN*4, lim.PSUMBankBytes()))
+	var usable []TransposeMode
+	for _, tr := range transposes {
+		if banksFor(tr) >= 1 && (o.BlockN == 0 || needBN <= banksFor(tr)) {
+			usable = append(usable, tr)
+		}
+	}
+	if len(usable) > 0 {
+		transposes = usable
+	} else {
+		transposes = transposes[len(transposes)-1:]
+	}
+	p.Transpose = transposes[0]
+	groupBanks := banksFor(transposes[len(transposes)-1])
+	if groupBanks < 1 {
+		return nil, optErr("psum_banks", "TensorE transposes need a PSUM bank besides the accumulation groups; give at least 2")
 	}
 	p.banksPerTile = ceilDiv(p.TN*4, bankBytes)
 	p.tile = p.banksPerTile * bankElems
@@ -332,16 +353,23 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	case o.BlockN > 0 && mul(o.BlockN/p.TN, p.banksPerTile) > groupBanks:
 		return nil, optErr("block_n", "%d columns need %d PSUM banks per accumulation group; only %d are available", o.BlockN, mul(o.BlockN/p.TN, p.banksPerTile), groupBanks)
 	}
-	maxG := max(1, groupBanks/2/p.banksPerTile)
-	var bns []int64
-	if o.BlockN > 0 {
-		bns = []int64{o.BlockN}
-	} else {
-		p.auto["block_n"] = true
-		for v := p.TN; v <= min(roundUp(g.N, p.TN), p.TN*maxG); v += p.TN {
-			bns = append(bns, v)
+	// N block candidates: accumulation groups of at most half the banks
+	// (two groups rotate), for a transpose mode's banks.
+	blockNs := func(banks int64) []int64 {
+		if o.BlockN > 0 {
+			return []int64{o.BlockN}
 		}
+		maxG := max(1, banks/2/p.banksPerTile)
+		var out []int64
+		for v := p.TN; v <= min(roundUp(g.N, p.TN), p.TN*maxG); v += p.TN {
+			out = append(out, v)
+		}
+		return out
 	}
+	if o.BlockN == 0 {
+		p.auto["block_n"] = true
+	}
+	bns := blockNs(groupBanks)
 	bms := cands(o.BlockM, 128, min(roundUp(g.M, 128), 4096), g.M, "block_m")
 	bks := cands(o.BlockK, 128, min(roundUp(g.K, 128), 8192), g.K, "block_k")
 	nress := []int64{2, 1}
@@ -359,15 +387,18 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	// bytes and bigger blocks.
 	sbufCap := lim.SBUFPartitionBytes
 	var best *GEMMPlan
-	var bestNs float64
+	// minNs is the least estimate seen: a plan within tieFraction of it
+	// that better() prefers wins, without the choice drifting upwards.
+	minNs := math.Inf(1)
 	var ests [2]Estimate
 	for _, acc := range accs {
 		for _, nbuf := range nbufs {
 			for _, tr := range transposes {
 				p.Transpose, p.AccDT, p.NBuf = tr, acc, nbuf
 				est := newEstimator(tg, g, p.TN, acc)
+				gb := banksFor(tr)
 				for _, order := range orders {
-					for _, bn := range bns {
+					for _, bn := range blockNs(gb) {
 						for _, bm := range bms {
 							for _, nres := range nress {
 								// The biggest K block that fits, the even splits of K
@@ -397,19 +428,20 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 									}
 									c := *p
 									c.Order, c.BN, c.BM, c.BK, c.NRes = order, bn, bm, bk, nres
-									if best != nil && float64(c.dmaBytes())/est.bw > bestNs {
+									if best != nil && float64(c.dmaBytes())/est.bw > minNs*(1+tieFraction) {
 										continue // its loads alone take longer than the best plan
 									}
 									c.GroupBanks = (bn / p.TN) * p.banksPerTile
-									c.Groups = max(1, groupBanks/max(c.GroupBanks, 1))
+									c.Groups = max(1, gb/max(c.GroupBanks, 1))
 									c.estimateEvacs(est, evacs, ests[:len(evacs)])
 									for ei, ev := range evacs {
 										c.Evacuate = ev
 										ns := ests[ei].TotalNs
-										if best == nil || ns < bestNs*(1-tieFraction) || (ns <= bestNs*(1+tieFraction) && better(&c, best)) {
+										if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && better(&c, best)) {
 											cc := c
-											best, bestNs = &cc, ns
+											best = &cc
 										}
+										minNs = min(minNs, ns)
 									}
 								}
 							}
@@ -420,6 +452,10 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 		}
 	}
 	p.Transpose, p.AccDT, p.NBuf = transposes[0], accs[0], nbufs[0]
+	if best == nil && (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && o.BlockK == 0 {
+		return nil, optErr("evacuate", "%s evacuation needs K in one block, and no K block of %d fits SBUF (accumulating across K blocks uses VectorE adds)",
+			map[Evacuation]string{EvacScalar: "scalar", EvacAlternate: "alternate"}[p.Evacuate], g.K)
+	}
 	if best == nil {
 		c := *p
 		c.Order, c.BN, c.BM, c.BK, c.NRes = orders[len(orders)-1], bns[0], bms[0], bks[0], nress[len(nress)-1]
@@ -428,6 +464,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 			Needed: c.sbufBytes(), Available: sbufCap}
 	}
 	p = best
+	groupBanks = banksFor(p.Transpose)
 	switch {
 	case p.BN%p.TN != 0:
 		return nil, optErr("block_n", "%d is not a multiple of tile_n %d", p.BN, p.TN)

@@ -214,7 +214,7 @@ func TestAutomaticTransposesKeepTheirBank(t *testing.T) {
 		if banks == "1" {
 			assert.Equal(t, kernels.TransposeDMA, plan.Transpose)
 		}
-		_, err = Lower(cfg)
+		_, _, err = Lower(cfg)
 		require.NoError(t, err)
 	}
 }

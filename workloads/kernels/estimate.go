@@ -25,7 +25,7 @@ type Estimate struct {
 // scripts/gemm-grid there; the least RMS log error of the estimate
 // against the simulation over p = 2, 3, 4, 4.5, 5, 5.5, 6, 8) and checked on the
 // other grids (TestPlanEstimateFit, docs/validation.md).
-const ContentionNorm = 4.5
+const ContentionNorm = 5.0
 
 // tileCosts are the issue intervals (ns) of every instruction shape a GEMM
 // with tile_n tn has, by [M-tile][N-tile][K-tile] size class: index 0 is
@@ -384,7 +384,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 		// load or an evacuation now and then): their loads combine as a
 		// p-norm, between the slowest one (p = inf, perfect overlap) and their
 		// sum (p = 1). ContentionNorm is fitted (docs/validation.md).
-		pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * math.Sqrt(x) } // x^ContentionNorm
+		pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
 		pn := math.Pow(pow(est.TensorNs)+pow(est.VectorNs)+pow(est.ScalarNs)+pow(est.DMANs), 1/ContentionNorm)
 		busy := max(stepsNs, pn)
 		est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs

@@ -109,7 +109,7 @@ func checkLowering(t *testing.T, sets []string) {
 	}
 	simS := float64(res.SimTime) * 1e-15
 	if info.FLOPs > 0 {
-		if bound := info.FLOPs / cfg.Hardware.PeakFLOPSPerCore(info.DType); simS < bound*0.999 {
+		if bound := info.FLOPs / tensorPeak(cfg, info); simS < bound*0.999 {
 			t.Fatalf("%s: %.3f us is faster than the TensorE peak allows (%.3f us)", strings.Join(sets, " "), simS*1e6, bound*1e6)
 		}
 	}

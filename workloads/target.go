@@ -18,6 +18,7 @@ func Target(cfg *configs.RunConfig) *sched.Target {
 		DMAStartNs:      co.DMA.StartLatencyNs,
 		DMACompletionNs: co.DMA.CompletionLatencyNs,
 		HBMBytes:        h.HBMBytesPerChip(),
+		DMAQoSClasses:   qosClasses(co),
 		HBMGBps:         h.Chip.HBM.BandwidthGBps,
 
 		DMATransposeEfficiency:   co.DMA.TransposeEfficiencyHBM,
@@ -31,4 +32,12 @@ func Target(cfg *configs.RunConfig) *sched.Target {
 	t.ClockGHz[isa.EngineGpSimd] = co.GpSimd.ClockGHz
 	t.ClockGHz[isa.EngineSync] = co.Sync.ClockGHz
 	return t
+}
+
+// qosClasses returns the DMA QoS classes of a core (0: round robin).
+func qosClasses(co *configs.CoreConfig) int {
+	if co.DMA.Arbitration == "qos" {
+		return co.DMA.QoSClasses
+	}
+	return 0
 }

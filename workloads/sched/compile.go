@@ -15,7 +15,8 @@ type compiled struct {
 	opts            Options
 	lay             *layout
 	ops             []*opInfo
-	nQ              int // DMA queues per core
+	nQ              int   // DMA queues per core
+	qOrder          []int // the order in which engines take free queues
 	perCore         int // streams per core: the engines, then the queues
 	coreIdx         map[int]int
 	dmaEngines      int64
@@ -193,6 +194,14 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 	c := &compiled{k: k, tg: tg, opts: opts, lay: lay, nQ: lim.DMAQueues, perCore: int(isa.NumEngines) + lim.DMAQueues,
 		coreIdx: map[int]int{}, dmaEngines: int64(lim.DMAEngines), queuesPerEngine: opts.QueuesPerEngine,
 		finalDist: int64(opts.FinalizeDistance), soloBuf: opts.SoloBuffer}
+	// Queues are handed out in order; with QoS arbitration class by class
+	// (0, k, 2k, ..., then 1, 1+k, ...), so an engine's queues share a
+	// priority.
+	for cl := 0; cl < max(tg.DMAQoSClasses, 1); cl++ {
+		for q := cl; q < c.nQ; q += max(tg.DMAQoSClasses, 1) {
+			c.qOrder = append(c.qOrder, q)
+		}
+	}
 	if c.queuesPerEngine <= 0 {
 		c.queuesPerEngine = 3
 	}

@@ -46,6 +46,11 @@ type Target struct {
 	DMACompletionNs float64
 	// HBMBytes is one chip's HBM capacity (0: unchecked).
 	HBMBytes int64
+	// DMAQoSClasses > 0 says the DMA engines serve queues by strict
+	// priority of class (queue id mod DMAQoSClasses, lower first); the
+	// scheduler then gives each engine queues of one class, so that a
+	// later prefetch is never served ahead of a load needed now.
+	DMAQoSClasses int
 	// HBMGBps is one chip's HBM bandwidth; DMATransposeEfficiency the
 	// throughput of an HBM-to-SBUF dma_transpose relative to a copy;
 	// BackgroundLoadStationary says TensorE loads the next stationary tile

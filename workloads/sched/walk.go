@@ -667,11 +667,12 @@ func (w *walk) queueFor(oi *opInfo, ci int, eng isa.Engine) (int, error) {
 		// Take the next free queue while the engine has fewer than its
 		// share; when none is left, it shares those it has.
 		for i := 0; i < w.c.nQ; i++ {
-			q := (w.qNext[ci] + i) % w.c.nQ
+			j := (w.qNext[ci] + i) % w.c.nQ
+			q := w.c.qOrder[j]
 			if owner[q] < 0 {
 				owner[q] = int(eng)
 				s.queues = append(s.queues, q)
-				w.qNext[ci] = q + 1
+				w.qNext[ci] = j + 1
 				break
 			}
 		}

@@ -3,8 +3,8 @@ package workloads
 import (
 	"compress/gzip"
 	"encoding/csv"
-	"io"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"

@@ -17,7 +17,7 @@ type compiled struct {
 	ops             []*opInfo
 	nQ              int   // DMA queues per core
 	qOrder          []int // the order in which engines take free queues
-	perCore         int // streams per core: the engines, then the queues
+	perCore         int   // streams per core: the engines, then the queues
 	coreIdx         map[int]int
 	dmaEngines      int64
 	queuesPerEngine int

@@ -792,6 +792,14 @@ func (e *Engine) update(now clock.Time) clock.Time {
 			}
 		}
 		e.activeQs = kept
+		if len(kept) == 0 && len(done) > 0 {
+			// The engine goes idle: its busy period counts once, however
+			// many shares finish together (equal shares of queues served
+			// side by side do).
+			for _, st := range d.statsOf(e, done[len(done)-1]) {
+				st.Active += now - e.busySince
+			}
+		}
 		for i, sh := range done {
 			e.retire(sh, now)
 			done[i] = nil
@@ -900,9 +908,6 @@ func (e *Engine) retire(sh *share, now clock.Time) {
 	for _, st := range d.statsOf(e, sh) {
 		if now > st.LastByte {
 			st.LastByte = now
-		}
-		if len(e.activeQs) == 0 {
-			st.Active += now - e.busySince
 		}
 	}
 	if d.env.Tracer != nil {

@@ -218,3 +218,17 @@ func TestAutomaticTransposesKeepTheirBank(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// On trn3 an engine's DMA queues share a QoS class, so equal shares of
+// two queues are served side by side and finish together: a DMA engine's
+// busy period then counts once (it was counted per share, and this GEMM
+// failed with "DMA engine 0 active ... above 100%").
+func TestDMAActiveOnceWhenSharesFinishTogether(t *testing.T) {
+	l := "workload.lowering."
+	cfg := gemmConfig(t, "hardware.preset=trn3", "workload.gemm.m=2048", "workload.gemm.k=2048", "workload.gemm.n=2048",
+		l+"loop_order=nmk", l+"accumulate_dtype=fp32", l+"evacuate=vector", l+"buffers=2", l+"block_m=128", l+"block_n=512", l+"block_k=2048")
+	res, _ := simulate(t, cfg)
+	for i, es := range res.Chips[0].Cores[0].DMA.Engines {
+		assert.LessOrEqual(t, es.Active, res.SimTime, "DMA engine %d", i)
+	}
+}

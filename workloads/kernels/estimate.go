@@ -154,8 +154,12 @@ type step struct {
 	count       float64
 	ms, ns, ks  int64
 	bytes, trPE float64
-	trCopy      float64
-	descs       float64
+	// storeNs is the part of the step's DMA time that is its share of the
+	// result block's store (its latency is the result buffers' to hide,
+	// not the input buffers').
+	storeNs float64
+	trCopy  float64
+	descs   float64
 }
 
 // pieces splits n into pieces of size: the count of full pieces and the
@@ -271,6 +275,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 				}
 				bDescs := e.descs(ks, ns, eb)
 				st.descs = aDescs + bDescs + e.descs(ms, ns, outB)/float64(nBK)
+				st.storeNs = (float64(ms*ns)*outB/e.bw + e.descs(ms, ns, outB)*e.descNs) / float64(nBK)
 				if tensorT {
 					mf, ml := pieces(ms, 128)
 					kf, kl := pieces(ks, 128)
@@ -341,12 +346,13 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 				ev, sc = fV*st.w.copyV+st.trCopy, fS*st.w.copyS
 			}
 			load := st.bytes/e.bw + st.descs*e.descNs
+			in := load - st.storeNs // the input blocks' loads
 			var t float64
 			if p.NBuf <= 1 {
 				// Single-buffered inputs: loads and multiplies take turns.
 				t = max(c+load+lat, ev, sc)
 			} else {
-				t = fmax(fmax(c, ev), fmax(fmax(sc, load), (load+lat)/float64(p.NBuf-1)))
+				t = fmax(fmax(c, ev), fmax(fmax(sc, load), (in+lat)/float64(p.NBuf-1)))
 			}
 			stepsNs += st.count * t
 			if i == 0 {

@@ -52,6 +52,7 @@ var onlyRules = []struct {
 	// Above the simulation.
 	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/..."}},
 	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "report"}},
+	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "report", "runner"}},
 	{[]string{"validate", "cmd/trnsim"}, []string{"..."}},
 }
 
@@ -76,9 +77,9 @@ var importedOnlyBy = []struct {
 	by  []string
 }{
 	{"github.com/sarchlab/akita/...", []string{"clock", "internal/eventpool", "engines", "dma", "chip"}},
-	{"gopkg.in/yaml.v3", []string{"configs", "validate"}},
+	{"gopkg.in/yaml.v3", []string{"configs", "validate", "sweep"}},
 	{"github.com/spf13/cobra/...", []string{"cmd/trnsim"}},
-	{"runner", []string{"cmd/trnsim", "validate"}},
+	{"runner", []string{"cmd/trnsim", "validate", "sweep"}},
 	{"validate", []string{"cmd/trnsim"}},
 }
 

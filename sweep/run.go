@@ -1,0 +1,394 @@
+package sweep
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/report"
+	"github.com/trnsim/trnsim/runner"
+)
+
+// Resolved is a point whose config loads, lowers and fits: its id is the
+// hash of its resolved config and of the build.
+type Resolved struct {
+	Point
+	ID string
+}
+
+// Resolve loads, lowers and checks every point before anything runs, as
+// `trnsim check` does, so that a bad value anywhere fails at once with the
+// point's values and the field. rev names the build (part of each id).
+func (s *Spec) Resolve(rev string) ([]Resolved, error) {
+	var out []Resolved
+	ids := map[string]int{}
+	for _, p := range s.Points() {
+		cfg, err := configs.Load(s.Base, configs.LoadOptions{Sets: s.Sets(p)})
+		if err == nil {
+			err = check(cfg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
+		}
+		sum := sha256.Sum256([]byte(report.ConfigHash(cfg) + "\x00" + rev))
+		id := hex.EncodeToString(sum[:8])
+		if j, ok := ids[id]; ok {
+			return nil, fmt.Errorf("%s: points %d and %d resolve to the same config (%s)", s.File, j, p.Index, s.Label(p))
+		}
+		ids[id] = p.Index
+		out = append(out, Resolved{Point: p, ID: id})
+	}
+	return out, nil
+}
+
+// check lowers cfg's workload and fits it, as `trnsim check` does.
+func check(cfg *configs.RunConfig) error {
+	switch cfg.Workload.Kind {
+	case "assembly":
+		_, err := runner.CheckAssembly(cfg)
+		return err
+	case "tile":
+		_, err := runner.CheckTile(cfg)
+		return err
+	}
+	_, _, err := runner.CheckLowering(cfg)
+	return err
+}
+
+// Options tune a sweep's run.
+type Options struct {
+	// Exe is the trnsim binary each point runs in (its own process: the
+	// simulation engine keeps process-wide state).
+	Exe    string
+	OutDir string
+	// Jobs is how many points run at once (0: one).
+	Jobs int
+	// Shard and Shards select the points whose index is Shard modulo
+	// Shards (Shards 0: every point).
+	Shard, Shards int
+	// Progress, if set, gets a line as points finish.
+	Progress io.Writer
+}
+
+// Summary is what a sweep run did.
+type Summary struct {
+	Points, Skipped, Ran, Failed int
+}
+
+// Row is one line of results.jsonl.
+type Row struct {
+	ID     string            `json:"id"`
+	Index  int               `json:"index"`
+	Axes   map[string]string `json:"axes"`
+	Status string            `json:"status"` // ok or failed
+	Error  string            `json:"error,omitempty"`
+	// Metrics are the run's totals (results.json's top level, less its
+	// tables).
+	Metrics map[string]any `json:"metrics,omitempty"`
+}
+
+// Run runs the points of this shard that results.jsonl in OutDir does not
+// have yet, appending each result to results.csv and results.jsonl as it
+// finishes (a torn last line, from a kill mid-write, is repaired first).
+func (s *Spec) Run(ctx context.Context, pts []Resolved, o Options) (Summary, error) {
+	var sum Summary
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return sum, err
+	}
+	header := report.CSVHeader()
+	for _, a := range s.Axes {
+		header += "," + a.Path
+	}
+	header += ",point_id"
+	jsonlPath, csvPath := filepath.Join(o.OutDir, "results.jsonl"), filepath.Join(o.OutDir, "results.csv")
+	done, err := repairJSONL(jsonlPath)
+	if err != nil {
+		return sum, err
+	}
+	if err := repairCSV(csvPath, header, done); err != nil {
+		return sum, err
+	}
+	var todo []Resolved
+	for _, p := range pts {
+		if o.Shards > 0 && p.Index%o.Shards != o.Shard {
+			continue
+		}
+		sum.Points++
+		if done[p.ID] {
+			sum.Skipped++
+			continue
+		}
+		todo = append(todo, p)
+	}
+	jf, err := os.OpenFile(jsonlPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return sum, err
+	}
+	defer jf.Close()
+	cf, err := os.OpenFile(csvPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return sum, err
+	}
+	defer cf.Close()
+	var mu sync.Mutex
+	var werr error
+	start := time.Now()
+	record := func(p Resolved, csvRow string, row Row) {
+		mu.Lock()
+		defer mu.Unlock()
+		// The CSV row first, the JSON line last: a point is finished once
+		// its JSON line is whole (a CSV row without one is dropped on
+		// resume).
+		if csvRow != "" {
+			if _, err := fmt.Fprintf(cf, "%s,%s,%s\n", csvRow, strings.Join(csvQuote(p.Values), ","), p.ID); err != nil && werr == nil {
+				werr = err
+			}
+		}
+		b, _ := json.Marshal(row)
+		if _, err := jf.Write(append(b, '\n')); err != nil && werr == nil {
+			werr = err
+		}
+		sum.Ran++
+		if row.Status != "ok" {
+			sum.Failed++
+		}
+		if o.Progress != nil {
+			el := time.Since(start).Seconds()
+			rate := float64(sum.Ran) / el
+			eta := ""
+			if rate > 0 {
+				eta = fmt.Sprintf(", %s left", (time.Duration(float64(len(todo)-sum.Ran)/rate) * time.Second).Round(time.Second))
+			}
+			fmt.Fprintf(o.Progress, "sweep: %d of %d run, %d failed, %.2f points/s%s\n", sum.Ran, len(todo), sum.Failed, rate, eta)
+		}
+	}
+	jobs := make(chan Resolved)
+	var wg sync.WaitGroup
+	for w := 0; w < max(o.Jobs, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range jobs {
+				csvRow, row := s.runPoint(ctx, p, o.Exe)
+				record(p, csvRow, row)
+			}
+		}()
+	}
+	for _, p := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- p
+	}
+	close(jobs)
+	wg.Wait()
+	if werr != nil {
+		return sum, werr
+	}
+	return sum, ctx.Err()
+}
+
+// runPoint runs one point in its own process and returns its CSV row and
+// its JSON line.
+func (s *Spec) runPoint(ctx context.Context, p Resolved, exe string) (string, Row) {
+	row := Row{ID: p.ID, Index: p.Index, Axes: map[string]string{}, Status: "failed"}
+	for i, a := range s.Axes {
+		row.Axes[a.Path] = p.Values[i]
+	}
+	dir, err := os.MkdirTemp("", "trnsim-sweep-")
+	if err != nil {
+		row.Error = err.Error()
+		return "", row
+	}
+	defer os.RemoveAll(dir)
+	js, cs := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
+	// The base config's own outputs would be written by every point to
+	// the same paths: the sweep keeps only its results.
+	args := []string{"run", "-q", s.Base, "--set", "outputs.trace=", "--set", "outputs.asm=",
+		"--set", "outputs.json=", "--set", "outputs.csv=", "--json", js, "--csv", cs}
+	for _, set := range s.Sets(p.Point) {
+		args = append(args, "--set", set)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		row.Error = msg
+		return "", row
+	}
+	data, err := os.ReadFile(js)
+	if err == nil {
+		var m map[string]any
+		if err = json.Unmarshal(data, &m); err == nil {
+			row.Metrics = map[string]any{}
+			for k, v := range m {
+				switch v.(type) {
+				case map[string]any, []any:
+					continue // tables stay in the run's own results.json
+				}
+				row.Metrics[k] = v
+			}
+		}
+	}
+	csvData, cerr := os.ReadFile(cs)
+	lines := strings.Split(strings.TrimSpace(string(csvData)), "\n")
+	if err != nil || cerr != nil || len(lines) != 2 {
+		row.Error = fmt.Sprintf("the run's results could not be read (%v %v)", err, cerr)
+		return "", row
+	}
+	row.Status = "ok"
+	return lines[1], row
+}
+
+// repairJSONL drops a torn last line and returns the ids of the finished
+// points.
+func repairJSONL(path string) (map[string]bool, error) {
+	done := map[string]bool{}
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	whole := len(data)
+	if i := bytes.LastIndexByte(data, '\n'); i+1 != len(data) {
+		whole = i + 1 // a line without its newline was cut by a kill
+	}
+	var kept []byte
+	sc := bufio.NewScanner(bytes.NewReader(data[:whole]))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var r Row
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.ID == "" || done[r.ID] {
+			continue
+		}
+		done[r.ID] = true
+		kept = append(append(kept, sc.Bytes()...), '\n')
+	}
+	if len(kept) != len(data) {
+		if err := writeAtomic(path, kept); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// repairCSV keeps the header and one row per finished point, dropping a
+// torn line and rows whose point has no JSON line.
+func repairCSV(path, header string, done map[string]bool) error {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return writeAtomic(path, []byte(header+"\n"))
+	}
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 0 && lines[0] != header {
+		return fmt.Errorf("%s: its columns are not this sweep's (another sweep's output?)", path)
+	}
+	out := []string{header}
+	seen := map[string]bool{}
+	for _, l := range lines[1 : len(lines)-1] { // the last piece is torn or empty
+		id := l[strings.LastIndexByte(l, ',')+1:]
+		if done[id] && !seen[id] {
+			seen[id] = true
+			out = append(out, l)
+		}
+	}
+	text := strings.Join(out, "\n") + "\n"
+	if text != string(data) {
+		return writeAtomic(path, []byte(text))
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func csvQuote(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		if strings.ContainsAny(v, ",\"\n") {
+			v = `"` + strings.ReplaceAll(v, `"`, `""`) + `"`
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// ShardFromEnv returns the shard the batch system gave this task: a Slurm
+// array task (SLURM_ARRAY_TASK_ID relative to SLURM_ARRAY_TASK_MIN and
+// SLURM_ARRAY_TASK_STEP, of SLURM_ARRAY_TASK_COUNT) or a Kubernetes
+// Indexed Job (JOB_COMPLETION_INDEX, of count, which the job's --shard N
+// gives). ok is false when neither is set.
+func ShardFromEnv(getenv func(string) string, count int) (shard, shards int, ok bool, err error) {
+	num := func(name string) (int, error) {
+		var v int
+		if _, err := fmt.Sscan(getenv(name), &v); err != nil {
+			return 0, fmt.Errorf("%s=%q is not a number", name, getenv(name))
+		}
+		return v, nil
+	}
+	if getenv("SLURM_ARRAY_TASK_ID") != "" {
+		id, err := num("SLURM_ARRAY_TASK_ID")
+		if err != nil {
+			return 0, 0, false, err
+		}
+		lo, step, n := 0, 1, 0
+		if getenv("SLURM_ARRAY_TASK_MIN") != "" {
+			if lo, err = num("SLURM_ARRAY_TASK_MIN"); err != nil {
+				return 0, 0, false, err
+			}
+		}
+		if getenv("SLURM_ARRAY_TASK_STEP") != "" {
+			if step, err = num("SLURM_ARRAY_TASK_STEP"); err != nil {
+				return 0, 0, false, err
+			}
+		}
+		if n, err = num("SLURM_ARRAY_TASK_COUNT"); err != nil {
+			return 0, 0, false, err
+		}
+		i := (id - lo) / max(step, 1)
+		if i < 0 || i >= n || (id-lo)%max(step, 1) != 0 {
+			return 0, 0, false, fmt.Errorf("SLURM_ARRAY_TASK_ID=%d is not a task of the array (min %d, step %d, count %d)", id, lo, step, n)
+		}
+		return i, n, true, nil
+	}
+	if getenv("JOB_COMPLETION_INDEX") != "" {
+		i, err := num("JOB_COMPLETION_INDEX")
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if count <= 0 {
+			return 0, 0, false, fmt.Errorf("JOB_COMPLETION_INDEX is set: give the job's completions as --shard N")
+		}
+		if i < 0 || i >= count {
+			return 0, 0, false, fmt.Errorf("JOB_COMPLETION_INDEX=%d is not below --shard %d", i, count)
+		}
+		return i, count, true, nil
+	}
+	return 0, 0, false, nil
+}

@@ -1,0 +1,228 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"base: a.yaml\naxes:\n  workload.gemm.m: [1, 2]\ncolour: red\n", "s.yaml:4: colour: unknown field"},
+		{"base: a.yaml\naxes:\n  workload.gemm.m: []\n", "s.yaml:3: axis workload.gemm.m: a non-empty list of values"},
+		{"base: a.yaml\nmode: zip\naxes:\n  workload.gemm.m: [1, 2]\n  workload.gemm.n: [1]\n", "s.yaml:5: axis workload.gemm.n: 1 values; mode zip needs as many as workload.gemm.m has (2)"},
+		{"base: a.yaml\nmode: random\nsamples: 5\naxes:\n  workload.gemm.m: [1, 2]\n", "samples: 5 is more than the 2 points of the grid"},
+		{"axes:\n  workload.gemm.m: [1]\n", "s.yaml:1: base: required"},
+		{"base: a.yaml\nmode: spiral\naxes:\n  workload.gemm.m: [1]\n", "s.yaml:2: mode: must be grid, zip or random"},
+		{"base: {hardware: {preset: trn2}}\naxes:\n  workload.gemm.m: [1]\n", "s.yaml:1: base: the path of a run config"},
+	} {
+		_, err := Parse([]byte(tc.text), "s.yaml")
+		require.Error(t, err, tc.text)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+func TestPoints(t *testing.T) {
+	s, err := Parse([]byte("base: a.yaml\naxes:\n  a: [1, 2]\n  b: [x, y, z]\n"), "s.yaml")
+	require.NoError(t, err)
+	var got []string
+	for _, p := range s.Points() {
+		got = append(got, strings.Join(p.Values, ""))
+	}
+	assert.Equal(t, []string{"1x", "1y", "1z", "2x", "2y", "2z"}, got, "grid: the last axis fastest")
+
+	z, err := Parse([]byte("base: a.yaml\nmode: zip\naxes:\n  a: [1, 2]\n  b: [x, y]\n"), "s.yaml")
+	require.NoError(t, err)
+	assert.Len(t, z.Points(), 2)
+	assert.Equal(t, []string{"2", "y"}, z.Points()[1].Values)
+
+	r, err := Parse([]byte("base: a.yaml\nmode: random\nsamples: 4\nseed: 7\naxes:\n  a: [1, 2, 3]\n  b: [x, y, z]\n"), "s.yaml")
+	require.NoError(t, err)
+	p1, p2 := r.Points(), r.Points()
+	assert.Len(t, p1, 4)
+	assert.Equal(t, p1, p2, "the seed fixes the sample")
+	seen := map[string]bool{}
+	for _, p := range p1 {
+		seen[strings.Join(p.Values, "")] = true
+	}
+	assert.Len(t, seen, 4, "no point twice")
+}
+
+// trnsimBinary builds the CLI once for the tests that run points.
+func trnsimBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "trnsim")
+	cmd := exec.Command("go", "build", "-o", bin, "../cmd/trnsim")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	return bin
+}
+
+// smallSweep writes a sweep of eight small GEMMs.
+func smallSweep(t *testing.T) *Spec {
+	t.Helper()
+	dir := t.TempDir()
+	base := "hardware: {preset: trn2}\nworkload:\n  kind: gemm\n  gemm: {m: 256, k: 256, n: 512}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(base), 0o644))
+	text := "base: base.yaml\naxes:\n  workload.gemm.m: [128, 256]\n  workload.gemm.k: [128, 384]\n  workload.lowering.buffers: [2, 3]\n"
+	path := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	s, err := Load(path)
+	require.NoError(t, err)
+	return s
+}
+
+// readRows returns results.jsonl's rows by id, and the CSV rows by id
+// with the host-time column left out.
+func readRows(t *testing.T, dir string) (map[string]Row, map[string]string) {
+	t.Helper()
+	rows := map[string]Row{}
+	data, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	require.NoError(t, err)
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r Row
+		require.NoError(t, json.Unmarshal([]byte(l), &r))
+		_, dup := rows[r.ID]
+		require.False(t, dup, "point %s twice", r.ID)
+		rows[r.ID] = r
+	}
+	csvRows := map[string]string{}
+	data, err = os.ReadFile(filepath.Join(dir, "results.csv"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	hostCol := -1
+	for i, h := range strings.Split(lines[0], ",") {
+		if h == "host_time_s" {
+			hostCol = i
+		}
+	}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		id := f[len(f)-1]
+		f[hostCol] = ""
+		_, dup := csvRows[id]
+		require.False(t, dup, "CSV row %s twice", id)
+		csvRows[id] = strings.Join(f, ",")
+	}
+	return rows, csvRows
+}
+
+// Shards merged give exactly the unsharded rows, whatever -j; a sweep cut
+// mid-write resumes with every point exactly once.
+func TestRunShardsResumeAndJobs(t *testing.T) {
+	bin := trnsimBinary(t)
+	s := smallSweep(t)
+	pts, err := s.Resolve("test")
+	require.NoError(t, err)
+	require.Len(t, pts, 8)
+	ctx := context.Background()
+
+	one := t.TempDir()
+	sum, err := s.Run(ctx, pts, Options{Exe: bin, OutDir: one, Jobs: 1})
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Points: 8, Ran: 8}, sum)
+	rowsOne, csvOne := readRows(t, one)
+	require.Len(t, rowsOne, 8)
+	for _, r := range rowsOne {
+		assert.Equal(t, "ok", r.Status, r.Error)
+		assert.Positive(t, r.Metrics["simulated_time_s"])
+	}
+
+	two := t.TempDir()
+	_, err = s.Run(ctx, pts, Options{Exe: bin, OutDir: two, Jobs: 3})
+	require.NoError(t, err)
+	rowsTwo, csvTwo := readRows(t, two)
+	assert.Equal(t, csvOne, csvTwo, "results do not depend on -j")
+	assert.Equal(t, len(rowsOne), len(rowsTwo))
+
+	// Three shards into one folder each, merged by id.
+	merged := map[string]string{}
+	for i := 0; i < 3; i++ {
+		dir := t.TempDir()
+		sum, err := s.Run(ctx, pts, Options{Exe: bin, OutDir: dir, Jobs: 2, Shard: i, Shards: 3})
+		require.NoError(t, err)
+		assert.Equal(t, sum.Points, sum.Ran)
+		_, c := readRows(t, dir)
+		for id, r := range c {
+			_, dup := merged[id]
+			require.False(t, dup, "a point in two shards")
+			merged[id] = r
+		}
+	}
+	assert.Equal(t, csvOne, merged, "the shards together are the sweep")
+
+	// Cut the outputs as a kill mid-write would: the last JSON line torn,
+	// the CSV with a row whose JSON line is gone and a torn one.
+	jl, err := os.ReadFile(filepath.Join(one, "results.jsonl"))
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(jl), "\n")
+	cut := strings.Join(lines[:5], "") + lines[5][:len(lines[5])/2]
+	require.NoError(t, os.WriteFile(filepath.Join(one, "results.jsonl"), []byte(cut), 0o644))
+	cv, err := os.ReadFile(filepath.Join(one, "results.csv"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(one, "results.csv"), append(cv, []byte("torn,row")...), 0o644))
+	sum, err = s.Run(ctx, pts, Options{Exe: bin, OutDir: one, Jobs: 2})
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Points: 8, Skipped: 5, Ran: 3}, sum)
+	rowsAgain, csvAgain := readRows(t, one)
+	assert.Len(t, rowsAgain, 8)
+	assert.Equal(t, csvOne, csvAgain, "every point exactly once after the resume")
+}
+
+// A value that breaks a point fails the whole sweep before anything runs,
+// naming the point and the field.
+func TestResolveNamesThePoint(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "base.yaml"), []byte("hardware: {preset: trn2}\nworkload: {kind: gemm, gemm: {m: 256, k: 256, n: 512}}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.yaml"), []byte("base: base.yaml\naxes:\n  workload.gemm.m: [128, -4]\n"), 0o644))
+	s, err := Load(filepath.Join(dir, "s.yaml"))
+	require.NoError(t, err)
+	_, err = s.Resolve("test")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "point 1 (workload.gemm.m=-4)")
+	assert.Contains(t, err.Error(), "workload.gemm.m")
+}
+
+func TestShardFromEnv(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	for _, tc := range []struct {
+		name         string
+		getenv       func(string) string
+		count        int
+		shard, total int
+		ok           bool
+		err          string
+	}{
+		{"none", env(), 0, 0, 0, false, ""},
+		{"slurm --array=0-3", env("SLURM_ARRAY_TASK_ID", "2", "SLURM_ARRAY_TASK_MIN", "0", "SLURM_ARRAY_TASK_COUNT", "4"), 0, 2, 4, true, ""},
+		{"slurm --array=1-9:2", env("SLURM_ARRAY_TASK_ID", "7", "SLURM_ARRAY_TASK_MIN", "1", "SLURM_ARRAY_TASK_STEP", "2", "SLURM_ARRAY_TASK_COUNT", "5"), 0, 3, 5, true, ""},
+		{"slurm off the array", env("SLURM_ARRAY_TASK_ID", "4", "SLURM_ARRAY_TASK_MIN", "1", "SLURM_ARRAY_TASK_STEP", "2", "SLURM_ARRAY_TASK_COUNT", "5"), 0, 0, 0, false, "not a task of the array"},
+		{"indexed job", env("JOB_COMPLETION_INDEX", "3"), 8, 3, 8, true, ""},
+		{"indexed job without a count", env("JOB_COMPLETION_INDEX", "3"), 0, 0, 0, false, "give the job's completions as --shard N"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i, n, ok, err := ShardFromEnv(tc.getenv, tc.count)
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []any{tc.shard, tc.total, tc.ok}, []any{i, n, ok})
+		})
+	}
+}
+

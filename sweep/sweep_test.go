@@ -225,4 +225,3 @@ func TestShardFromEnv(t *testing.T) {
 		})
 	}
 }
-

@@ -30,25 +30,47 @@ type Resolved struct {
 
 // Resolve loads, lowers and checks every point before anything runs, as
 // `trnsim check` does, so that a bad value anywhere fails at once with the
-// point's values and the field. rev names the build (part of each id).
-func (s *Spec) Resolve(rev string) ([]Resolved, error) {
-	var out []Resolved
+// point's values and the field (the first bad point's, by index). rev
+// names the build (part of each id); jobs points are checked at once.
+func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
+	pts := s.Points()
+	out := make([]Resolved, len(pts))
+	errs := make([]error, len(pts))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(jobs, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				p := pts[i]
+				cfg, err := configs.Load(s.Base, configs.LoadOptions{Sets: s.Sets(p)})
+				if err == nil {
+					err = check(cfg)
+				}
+				if err != nil {
+					errs[i] = fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
+					continue
+				}
+				sum := sha256.Sum256([]byte(report.ConfigHash(cfg) + "\x00" + rev))
+				out[i] = Resolved{Point: p, ID: hex.EncodeToString(sum[:8])}
+			}
+		}()
+	}
+	for i := range pts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	ids := map[string]int{}
-	for _, p := range s.Points() {
-		cfg, err := configs.Load(s.Base, configs.LoadOptions{Sets: s.Sets(p)})
-		if err == nil {
-			err = check(cfg)
-		}
+	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
+			return nil, err
 		}
-		sum := sha256.Sum256([]byte(report.ConfigHash(cfg) + "\x00" + rev))
-		id := hex.EncodeToString(sum[:8])
-		if j, ok := ids[id]; ok {
-			return nil, fmt.Errorf("%s: points %d and %d resolve to the same config (%s)", s.File, j, p.Index, s.Label(p))
+		if j, ok := ids[out[i].ID]; ok {
+			return nil, fmt.Errorf("%s: points %d and %d resolve to the same config (%s)", s.File, j, i, s.Label(pts[i]))
 		}
-		ids[id] = p.Index
-		out = append(out, Resolved{Point: p, ID: id})
+		ids[out[i].ID] = i
 	}
 	return out, nil
 }
@@ -113,6 +135,9 @@ func (s *Spec) Run(ctx context.Context, pts []Resolved, o Options) (Summary, err
 	}
 	header += ",point_id"
 	jsonlPath, csvPath := filepath.Join(o.OutDir, "results.jsonl"), filepath.Join(o.OutDir, "results.csv")
+	if err := writeManifest(filepath.Join(o.OutDir, ManifestName), s, pts, o); err != nil {
+		return sum, err
+	}
 	done, err := repairJSONL(jsonlPath)
 	if err != nil {
 		return sum, err
@@ -391,4 +416,137 @@ func ShardFromEnv(getenv func(string) string, count int) (shard, shards int, ok 
 		return i, count, true, nil
 	}
 	return 0, 0, false, nil
+}
+
+// ManifestName is the file in a sweep's output folder that lists every
+// point of the whole sweep (all shards), so that merge can tell what is
+// missing.
+const ManifestName = "sweep.json"
+
+// Manifest is the content of sweep.json.
+type Manifest struct {
+	Sweep  string   `json:"sweep"`
+	Axes   []string `json:"axes"`
+	Shard  int      `json:"shard"`
+	Shards int      `json:"shards"`
+	// Points are every point's id, in index order.
+	Points []string `json:"points"`
+}
+
+func writeManifest(path string, s *Spec, pts []Resolved, o Options) error {
+	m := Manifest{Sweep: s.File, Shard: o.Shard, Shards: max(o.Shards, 1)}
+	for _, a := range s.Axes {
+		m.Axes = append(m.Axes, a.Path)
+	}
+	for _, p := range pts {
+		m.Points = append(m.Points, p.ID)
+	}
+	b, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return err
+	}
+	if old, err := os.ReadFile(path); err == nil {
+		var prev Manifest
+		if json.Unmarshal(old, &prev) == nil && strings.Join(prev.Points, ",") != strings.Join(m.Points, ",") {
+			return fmt.Errorf("%s: this folder holds another sweep's results (its points differ); give another --out", filepath.Dir(path))
+		}
+	}
+	return writeAtomic(path, append(b, '\n'))
+}
+
+// MergeResult is what Merge found.
+type MergeResult struct {
+	Points, Rows int
+	Missing      []string // point ids no shard has
+	Duplicated   []string // point ids two shards have (kept once)
+}
+
+// Merge joins the shard folders into out: one CSV header, every point's
+// row once, in point order. It reports the points no shard has (an error
+// for the caller) and those two shards have.
+func Merge(dirs []string, out string) (MergeResult, error) {
+	var res MergeResult
+	var man *Manifest
+	csvRows := map[string]string{}
+	jsonRows := map[string]string{}
+	header := ""
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ManifestName))
+		if err != nil {
+			return res, fmt.Errorf("%s: not a sweep's output (no %s)", d, ManifestName)
+		}
+		var m Manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			return res, fmt.Errorf("%s: %v", filepath.Join(d, ManifestName), err)
+		}
+		if man == nil {
+			man = &m
+		} else if strings.Join(man.Points, ",") != strings.Join(m.Points, ",") {
+			return res, fmt.Errorf("%s: a shard of another sweep (its points differ from %s's)", d, dirs[0])
+		}
+		done, err := repairJSONL(filepath.Join(d, "results.jsonl"))
+		if err != nil {
+			return res, err
+		}
+		data, _ := os.ReadFile(filepath.Join(d, "results.jsonl"))
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var r Row
+			if l == "" || json.Unmarshal([]byte(l), &r) != nil {
+				continue
+			}
+			if _, dup := jsonRows[r.ID]; dup {
+				res.Duplicated = append(res.Duplicated, r.ID)
+				continue
+			}
+			jsonRows[r.ID] = l
+		}
+		cd, err := os.ReadFile(filepath.Join(d, "results.csv"))
+		if err != nil {
+			return res, err
+		}
+		lines := strings.Split(strings.TrimRight(string(cd), "\n"), "\n")
+		if header == "" {
+			header = lines[0]
+		} else if lines[0] != header {
+			return res, fmt.Errorf("%s: its CSV columns differ from %s's", d, dirs[0])
+		}
+		for _, l := range lines[1:] {
+			id := l[strings.LastIndexByte(l, ',')+1:]
+			if done[id] {
+				if _, ok := csvRows[id]; !ok {
+					csvRows[id] = l
+				}
+			}
+		}
+	}
+	if man == nil {
+		return res, fmt.Errorf("merge: no shard folders given")
+	}
+	res.Points = len(man.Points)
+	var csvOut, jsonOut strings.Builder
+	csvOut.WriteString(header + "\n")
+	for _, id := range man.Points {
+		j, ok := jsonRows[id]
+		if !ok {
+			res.Missing = append(res.Missing, id)
+			continue
+		}
+		res.Rows++
+		jsonOut.WriteString(j + "\n")
+		if c, ok := csvRows[id]; ok {
+			csvOut.WriteString(c + "\n")
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return res, err
+	}
+	m := *man
+	m.Shard, m.Shards = 0, 1
+	b, _ := json.MarshalIndent(m, "", " ")
+	for name, data := range map[string][]byte{"results.csv": []byte(csvOut.String()), "results.jsonl": []byte(jsonOut.String()), ManifestName: append(b, '\n')} {
+		if err := writeAtomic(filepath.Join(out, name), data); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }

@@ -3,11 +3,13 @@ package sweep
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,7 +121,7 @@ func readRows(t *testing.T, dir string) (map[string]Row, map[string]string) {
 func TestRunShardsResumeAndJobs(t *testing.T) {
 	bin := trnsimBinary(t)
 	s := smallSweep(t)
-	pts, err := s.Resolve("test")
+	pts, err := s.Resolve("test", 2)
 	require.NoError(t, err)
 	require.Len(t, pts, 8)
 	ctx := context.Background()
@@ -144,8 +146,10 @@ func TestRunShardsResumeAndJobs(t *testing.T) {
 
 	// Three shards into one folder each, merged by id.
 	merged := map[string]string{}
+	var shardDirs []string
 	for i := 0; i < 3; i++ {
 		dir := t.TempDir()
+		shardDirs = append(shardDirs, dir)
 		sum, err := s.Run(ctx, pts, Options{Exe: bin, OutDir: dir, Jobs: 2, Shard: i, Shards: 3})
 		require.NoError(t, err)
 		assert.Equal(t, sum.Points, sum.Ran)
@@ -157,6 +161,54 @@ func TestRunShardsResumeAndJobs(t *testing.T) {
 		}
 	}
 	assert.Equal(t, csvOne, merged, "the shards together are the sweep")
+
+	// merge: the three shards give the unsharded rows; two miss a third.
+	out := t.TempDir()
+	mr, err := Merge(shardDirs, out)
+	require.NoError(t, err)
+	assert.Equal(t, MergeResult{Points: 8, Rows: 8}, mr)
+	rowsMerged, csvMerged := readRows(t, out)
+	assert.Equal(t, csvOne, csvMerged)
+	assert.Len(t, rowsMerged, 8)
+	mr, err = Merge(shardDirs[:2], t.TempDir())
+	require.NoError(t, err)
+	assert.Len(t, mr.Missing, 8-mr.Rows)
+	assert.NotEmpty(t, mr.Missing)
+	mr, err = Merge(append(shardDirs, shardDirs[0]), t.TempDir())
+	require.NoError(t, err)
+	assert.Equal(t, 8, mr.Rows)
+	assert.NotEmpty(t, mr.Duplicated, "a shard given twice")
+
+	// The shards as the batch systems number them: a Slurm array
+	// --array=1-7:2 (task ids 1, 3, 5, 7) and a 4-completion Indexed Job.
+	for _, sys := range []struct {
+		name string
+		env  func(task int) map[string]string
+	}{
+		{"slurm", func(task int) map[string]string {
+			return map[string]string{"SLURM_ARRAY_TASK_ID": fmt.Sprint(1 + 2*task), "SLURM_ARRAY_TASK_MIN": "1",
+				"SLURM_ARRAY_TASK_MAX": "7", "SLURM_ARRAY_TASK_STEP": "2", "SLURM_ARRAY_TASK_COUNT": "4"}
+		}},
+		{"kubernetes", func(task int) map[string]string { return map[string]string{"JOB_COMPLETION_INDEX": fmt.Sprint(task)} }},
+	} {
+		var dirs []string
+		for task := 0; task < 4; task++ {
+			env := sys.env(task)
+			shard, shards, ok, err := ShardFromEnv(func(k string) string { return env[k] }, 4)
+			require.NoError(t, err)
+			require.True(t, ok)
+			dir := t.TempDir()
+			dirs = append(dirs, dir)
+			_, err = s.Run(ctx, pts, Options{Exe: bin, OutDir: dir, Jobs: 2, Shard: shard, Shards: shards})
+			require.NoError(t, err)
+		}
+		out := t.TempDir()
+		mr, err := Merge(dirs, out)
+		require.NoError(t, err)
+		assert.Equal(t, MergeResult{Points: 8, Rows: 8}, mr, sys.name)
+		_, c := readRows(t, out)
+		assert.Equal(t, csvOne, c, "%s: the array's shards are the sweep", sys.name)
+	}
 
 	// Cut the outputs as a kill mid-write would: the last JSON line torn,
 	// the CSV with a row whose JSON line is gone and a torn one.
@@ -184,7 +236,7 @@ func TestResolveNamesThePoint(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.yaml"), []byte("base: base.yaml\naxes:\n  workload.gemm.m: [128, -4]\n"), 0o644))
 	s, err := Load(filepath.Join(dir, "s.yaml"))
 	require.NoError(t, err)
-	_, err = s.Resolve("test")
+	_, err = s.Resolve("test", 2)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "point 1 (workload.gemm.m=-4)")
 	assert.Contains(t, err.Error(), "workload.gemm.m")
@@ -224,4 +276,38 @@ func TestShardFromEnv(t *testing.T) {
 			assert.Equal(t, []any{tc.shard, tc.total, tc.ok}, []any{i, n, ok})
 		})
 	}
+}
+
+// A sweep killed with SIGKILL mid-way and run again has every point
+// exactly once.
+func TestSweepSurvivesSIGKILL(t *testing.T) {
+	bin := trnsimBinary(t)
+	dir := t.TempDir()
+	base := "hardware: {preset: trn2}\nworkload:\n  kind: gemm\n  gemm: {m: 1024, k: 2048, n: 2048}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(base), 0o644))
+	sweepFile := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(sweepFile, []byte("base: base.yaml\naxes:\n  workload.gemm.m: [512, 768, 1024, 1280]\n  workload.lowering.buffers: [2, 3]\n"), 0o644))
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "sweep", sweepFile, "--out", out, "-j", "1")
+	require.NoError(t, cmd.Start())
+	killed := false
+	for i := 0; i < 2000; i++ {
+		data, _ := os.ReadFile(filepath.Join(out, "results.jsonl"))
+		if strings.Count(string(data), "\n") >= 2 {
+			require.NoError(t, cmd.Process.Kill())
+			killed = true
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Log("the sweep finished before it could be killed")
+	}
+	again := exec.Command(bin, "sweep", sweepFile, "--out", out, "-j", "2")
+	msg, err := again.CombinedOutput()
+	require.NoError(t, err, string(msg))
+	rows, csvRows := readRows(t, out)
+	assert.Len(t, rows, 8)
+	assert.Len(t, csvRows, 8)
 }

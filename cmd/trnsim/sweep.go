@@ -47,7 +47,7 @@ from the environment (see docs/sweeps.md).`,
 				return err
 			}
 			o.Exe = exe
-			pts, err := spec.Resolve(buildRevision())
+			pts, err := spec.Resolve(buildRevision(), jobs)
 			if err != nil {
 				return err
 			}
@@ -117,4 +117,33 @@ func buildRevision() string {
 		}
 	}
 	return runner.Version
+}
+
+func newMergeCmd(stdout io.Writer) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge DIR... --out DIR",
+		Short: "Join the output folders of a sweep's shards; exit 1 if a point is missing",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("--out: required (the folder for the merged results)")
+			}
+			res, err := sweep.Merge(args, out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "merge: %d of %d points in %s", res.Rows, res.Points, out)
+			if len(res.Duplicated) > 0 {
+				fmt.Fprintf(stdout, "; %d in more than one shard (kept once)", len(res.Duplicated))
+			}
+			fmt.Fprintln(stdout)
+			if len(res.Missing) > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("merge: %d point(s) missing (no shard has them), the first %s", len(res.Missing), res.Missing[0])}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "folder for the merged results.csv and results.jsonl")
+	return cmd
 }

@@ -1,0 +1,74 @@
+package sweep
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkSweep runs a grid of 1024^3 BF16 GEMMs (start-up bound) and
+// reports its points per second as a share of the ideal: the number of
+// CPUs over the median whole-process CPU time of one `trnsim run` of a
+// point (issue 14's target: at least 60% on a 1,000-point grid). -benchtime
+// 1x runs the 1,000 points once.
+//
+//	go test ./sweep -run '^$' -bench Sweep -benchtime 1x
+func BenchmarkSweep(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "trnsim")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/trnsim").CombinedOutput(); err != nil {
+		b.Fatal(err, string(out))
+	}
+	dir := b.TempDir()
+	base := filepath.Join(dir, "base.yaml")
+	if err := os.WriteFile(base, []byte("hardware: {preset: trn2}\nworkload:\n  kind: gemm\n  gemm: {m: 1024, k: 1024, n: 1024}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	text := "base: base.yaml\naxes:\n" +
+		"  hardware.core.sbuf.partition_kib: [128, 144, 160, 176, 192, 208, 224, 240, 256, 272]\n" +
+		"  hardware.chip.hbm.bandwidth_gbps: [1000, 1250, 1500, 1750, 2000, 2250, 2500, 2750, 2900, 3000]\n" +
+		"  workload.lowering.dma_queues: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
+	path := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// One point's whole-process CPU time, median of 21 runs.
+	var cpu []time.Duration
+	for i := 0; i < 21; i++ {
+		cmd := exec.Command(bin, "run", "-q", base)
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		cpu = append(cpu, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()))
+	}
+	sort.Slice(cpu, func(i, j int) bool { return cpu[i] < cpu[j] })
+	one := cpu[len(cpu)/2]
+	ideal := float64(runtime.NumCPU()) / one.Seconds()
+	for i := 0; i < b.N; i++ {
+		s, err := Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := filepath.Join(b.TempDir(), "out")
+		start := time.Now()
+		pts, err := s.Resolve("bench", runtime.NumCPU())
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum, err := s.Run(context.Background(), pts, Options{Exe: bin, OutDir: out, Jobs: runtime.NumCPU()})
+		if err != nil || sum.Failed > 0 {
+			b.Fatal(err, sum)
+		}
+		rate := float64(sum.Ran) / time.Since(start).Seconds()
+		b.ReportMetric(rate, "points/s")
+		b.ReportMetric(ideal, "ideal-points/s")
+		b.ReportMetric(100*rate/ideal, "pct-of-ideal")
+		b.ReportMetric(float64(one.Microseconds())/1000, "ms-cpu/run")
+	}
+}

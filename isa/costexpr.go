@@ -53,7 +53,7 @@ func (e *Expr) Eval(env *CostEnv) float64 { return e.fn(env) }
 func CompileExpr(src string, consts map[string]float64) (*Expr, error) {
 	p := &exprParser{src: src, consts: consts}
 	p.next()
-	fn, err := p.parseSum()
+	fn, err := p.parseOr()
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,9 @@ func (p *exprParser) next() {
 		j := p.pos
 		for j < len(p.src) {
 			r, n := utf8.DecodeRuneInString(p.src[j:])
-			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' {
+			// A dot inside a name joins dotted paths (a sweep's
+			// where: names config fields as parallel.tp).
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '.' {
 				break
 			}
 			j += n
@@ -128,7 +130,91 @@ func (p *exprParser) next() {
 	default:
 		p.tok, p.text = tokOp, string(c)
 		p.pos += size
+		if p.pos < len(p.src) {
+			switch two := p.text + p.src[p.pos:p.pos+1]; two {
+			case "<=", ">=", "==", "!=", "&&", "||":
+				p.text = two
+				p.pos++
+			}
+		}
 	}
+}
+
+// parseOr, parseAnd and parseCompare give the comparisons (1 true, 0
+// false) and the logical operators, below arithmetic in precedence.
+func (p *exprParser) parseOr() (exprFn, error) {
+	left, err := p.parseAnd()
+	if err != nil {
+		return nil, err
+	}
+	for p.tok == tokOp && p.text == "||" {
+		p.next()
+		right, err := p.parseAnd()
+		if err != nil {
+			return nil, err
+		}
+		l, r := left, right
+		left = func(e *CostEnv) float64 { return b2f(l(e) != 0 || r(e) != 0) }
+	}
+	return left, nil
+}
+
+func (p *exprParser) parseAnd() (exprFn, error) {
+	left, err := p.parseCompare()
+	if err != nil {
+		return nil, err
+	}
+	for p.tok == tokOp && p.text == "&&" {
+		p.next()
+		right, err := p.parseCompare()
+		if err != nil {
+			return nil, err
+		}
+		l, r := left, right
+		left = func(e *CostEnv) float64 { return b2f(l(e) != 0 && r(e) != 0) }
+	}
+	return left, nil
+}
+
+func (p *exprParser) parseCompare() (exprFn, error) {
+	left, err := p.parseSum()
+	if err != nil {
+		return nil, err
+	}
+	if p.tok != tokOp {
+		return left, nil
+	}
+	var cmp func(a, b float64) bool
+	switch p.text {
+	case "<":
+		cmp = func(a, b float64) bool { return a < b }
+	case "<=":
+		cmp = func(a, b float64) bool { return a <= b }
+	case ">":
+		cmp = func(a, b float64) bool { return a > b }
+	case ">=":
+		cmp = func(a, b float64) bool { return a >= b }
+	case "==":
+		cmp = func(a, b float64) bool { return a == b }
+	case "!=":
+		cmp = func(a, b float64) bool { return a != b }
+	default:
+		return left, nil
+	}
+	p.next()
+	right, err := p.parseSum()
+	if err != nil {
+		return nil, err
+	}
+	l, r := left, right
+	return func(e *CostEnv) float64 { return b2f(cmp(l(e), r(e))) }, nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (p *exprParser) parseSum() (exprFn, error) {
@@ -205,7 +291,7 @@ func (p *exprParser) parsePrimary() (exprFn, error) {
 	case tokOp:
 		if p.text == "(" {
 			p.next()
-			inner, err := p.parseSum()
+			inner, err := p.parseOr()
 			if err != nil {
 				return nil, err
 			}
@@ -242,7 +328,7 @@ func (p *exprParser) parseCall(name string, at int) (exprFn, error) {
 	p.next() // (
 	var args []exprFn
 	for {
-		a, err := p.parseSum()
+		a, err := p.parseOr()
 		if err != nil {
 			return nil, err
 		}

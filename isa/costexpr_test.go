@@ -147,3 +147,29 @@ func TestCompileExprErrors(t *testing.T) {
 		})
 	}
 }
+
+// Comparisons and logic, below arithmetic, and dotted names (a sweep's
+// where: over config paths).
+func TestExprComparisons(t *testing.T) {
+	consts := map[string]float64{"parallel.tp": 8, "parallel.replicas": 4}
+	for _, tc := range []struct {
+		src  string
+		want float64
+	}{
+		{"parallel.tp * parallel.replicas <= 64", 1},
+		{"parallel.tp * parallel.replicas < 32", 0},
+		{"parallel.tp == 8 && parallel.replicas != 4", 0},
+		{"parallel.tp == 8 || parallel.replicas != 4", 1},
+		{"max(parallel.tp >= 8, 0) + 1", 2},
+		{"(1 < 2) * 5", 5},
+		{"2 + 3 > 4", 1},
+	} {
+		e, err := CompileExpr(tc.src, consts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		if got := e.Eval(&CostEnv{}); got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.src, got, tc.want)
+		}
+	}
+}

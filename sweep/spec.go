@@ -12,9 +12,12 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/trnsim/trnsim/isa"
 )
 
 // Spec is a parsed sweep file.
@@ -28,6 +31,13 @@ type Spec struct {
 	Samples int
 	Seed    int64
 	Axes    []Axis
+	// Where, if set, keeps only the points where it is true (non-zero): an
+	// expression over the axes' paths in the cost tables' language
+	// (parallel.tp * parallel.replicas <= 64).
+	Where     string
+	whereLine int
+	// Dropped is how many points Where removed (set by Points).
+	Dropped int
 }
 
 // Axis is one swept config field and its values, in the file's order.
@@ -105,6 +115,11 @@ func Parse(data []byte, file string) (*Spec, error) {
 			if err := v.Decode(&s.Seed); err != nil {
 				return nil, &Error{File: file, Line: v.Line, Msg: fmt.Sprintf("seed: an integer, got %q", v.Value)}
 			}
+		case "where":
+			if v.Kind != yaml.ScalarNode || v.Value == "" {
+				return nil, &Error{File: file, Line: v.Line, Msg: "where: an expression over the axes (parallel.tp * parallel.replicas <= 64)"}
+			}
+			s.Where, s.whereLine = v.Value, v.Line
 		case "axes":
 			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
 				return nil, &Error{File: file, Line: v.Line, Msg: "axes: a mapping of config paths to lists of values"}
@@ -129,7 +144,7 @@ func Parse(data []byte, file string) (*Spec, error) {
 				s.Axes = append(s.Axes, ax)
 			}
 		default:
-			return nil, &Error{File: file, Line: k.Line, Msg: fmt.Sprintf("%s: unknown field (known: base, mode, samples, seed, axes)", k.Value)}
+			return nil, &Error{File: file, Line: k.Line, Msg: fmt.Sprintf("%s: unknown field (known: base, mode, samples, seed, axes, where)", k.Value)}
 		}
 	}
 	switch {
@@ -148,6 +163,13 @@ func Parse(data []byte, file string) (*Spec, error) {
 				return nil, &Error{File: file, Line: a.Line, Msg: fmt.Sprintf("axis %s: %d values; mode zip needs as many as %s has (%d)",
 					a.Path, len(a.Values), s.Axes[0].Path, len(s.Axes[0].Values))}
 			}
+		}
+	}
+	if s.Where != "" {
+		// Compile once with the first values, to report a bad expression
+		// or a name that is not a numeric axis before anything runs.
+		if _, err := s.keep(Point{Values: s.firstValues()}); err != nil {
+			return nil, &Error{File: file, Line: s.whereLine, Msg: "where: " + err.Error()}
 		}
 	}
 	if s.Mode == "random" {
@@ -208,7 +230,7 @@ func (s *Spec) Points() []Point {
 			}
 			pts = append(pts, Point{Index: i, Values: v})
 		}
-		return pts
+		return s.filter(pts)
 	case "random":
 		n := s.gridSize()
 		r := rand.New(rand.NewSource(s.Seed))
@@ -223,13 +245,13 @@ func (s *Spec) Points() []Point {
 				idx++
 			}
 		}
-		return pts
+		return s.filter(pts)
 	}
 	n := s.gridSize()
 	for k := int64(0); k < n; k++ {
 		pts = append(pts, Point{Index: int(k), Values: s.gridValues(k)})
 	}
-	return pts
+	return s.filter(pts)
 }
 
 // gridValues returns the values of grid point k (the last axis fastest).
@@ -241,4 +263,49 @@ func (s *Spec) gridValues(k int64) []string {
 		k /= n
 	}
 	return v
+}
+
+func (s *Spec) firstValues() []string {
+	v := make([]string, len(s.Axes))
+	for i, a := range s.Axes {
+		v[i] = a.Values[0]
+	}
+	return v
+}
+
+// keep evaluates Where at point p: the axes with numeric values are its
+// names (an axis whose value is not a number cannot be used in it).
+func (s *Spec) keep(p Point) (bool, error) {
+	if s.Where == "" {
+		return true, nil
+	}
+	consts := map[string]float64{}
+	for i, a := range s.Axes {
+		if v, err := strconv.ParseFloat(p.Values[i], 64); err == nil {
+			consts[a.Path] = v
+		}
+	}
+	e, err := isa.CompileExpr(s.Where, consts)
+	if err != nil {
+		return false, err
+	}
+	return e.Eval(&isa.CostEnv{}) != 0, nil
+}
+
+// filter drops the points Where rejects and numbers the rest in order.
+func (s *Spec) filter(pts []Point) []Point {
+	s.Dropped = 0
+	if s.Where == "" {
+		return pts
+	}
+	out := pts[:0]
+	for _, p := range pts {
+		if ok, err := s.keep(p); err == nil && ok {
+			p.Index = len(out)
+			out = append(out, p)
+		} else {
+			s.Dropped++
+		}
+	}
+	return out
 }

@@ -311,3 +311,22 @@ func TestSweepSurvivesSIGKILL(t *testing.T) {
 	assert.Len(t, rows, 8)
 	assert.Len(t, csvRows, 8)
 }
+
+func TestWhere(t *testing.T) {
+	s, err := Parse([]byte("base: a.yaml\nwhere: parallel.tp * parallel.replicas <= 3\naxes:\n  parallel.tp: [1, 2, 3]\n  parallel.replicas: [1, 2, 3]\n"), "s.yaml")
+	require.NoError(t, err)
+	var got []string
+	for i, p := range s.Points() {
+		assert.Equal(t, i, p.Index, "kept points are numbered in order")
+		got = append(got, strings.Join(p.Values, ""))
+	}
+	assert.Equal(t, []string{"11", "12", "13", "21", "31"}, got)
+	assert.Equal(t, 4, s.Dropped)
+
+	_, err = Parse([]byte("base: a.yaml\nwhere: parallel.pp <= 3\naxes:\n  parallel.tp: [1, 2]\n"), "s.yaml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "s.yaml:2: where: ")
+	assert.Contains(t, err.Error(), "parallel.pp")
+	_, err = Parse([]byte("base: a.yaml\nwhere: workload.lowering.loop_order == 1\naxes:\n  workload.lowering.loop_order: [nkm, nmk]\n"), "s.yaml")
+	require.Error(t, err, "an axis of words is not a number")
+}

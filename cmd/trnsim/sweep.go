@@ -51,7 +51,11 @@ from the environment (see docs/sweeps.md).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "sweep: %d points valid\n", len(pts))
+			if spec.Dropped > 0 {
+				fmt.Fprintf(stderr, "sweep: %d points valid (%d dropped by where: %s)\n", len(pts), spec.Dropped, spec.Where)
+			} else {
+				fmt.Fprintf(stderr, "sweep: %d points valid\n", len(pts))
+			}
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
 			sum, err := spec.Run(ctx, pts, o)

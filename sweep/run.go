@@ -52,7 +52,12 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 					errs[i] = fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
 					continue
 				}
-				sum := sha256.Sum256([]byte(report.ConfigHash(cfg) + "\x00" + rev))
+				h, err := pointHash(cfg)
+				if err != nil {
+					errs[i] = fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
+					continue
+				}
+				sum := sha256.Sum256([]byte(h + "\x00" + rev))
 				out[i] = Resolved{Point: p, ID: hex.EncodeToString(sum[:8])}
 			}
 		}()
@@ -73,6 +78,40 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 		ids[out[i].ID] = i
 	}
 	return out, nil
+}
+
+// pointHash is the hash of a point's resolved config with the files it
+// reads (a tile kernel, an assembly program) replaced by the hash of their
+// contents, so that shards run from different folders agree.
+func pointHash(cfg *configs.RunConfig) (string, error) {
+	c := *cfg
+	w := c.Workload
+	content := func(path string) (string, error) {
+		data, err := os.ReadFile(c.ResolvePath(path))
+		if err != nil {
+			return "", err
+		}
+		sum := sha256.Sum256(data)
+		return "sha256:" + hex.EncodeToString(sum[:]), nil
+	}
+	if t := w.Tile; t != nil && t.File != "" {
+		tc := *t
+		h, err := content(t.File)
+		if err != nil {
+			return "", err
+		}
+		tc.File, w.Tile = h, &tc
+	}
+	if a := w.Assembly; a != nil && a.File != "" {
+		ac := *a
+		h, err := content(a.File)
+		if err != nil {
+			return "", err
+		}
+		ac.File, w.Assembly = h, &ac
+	}
+	c.Workload = w
+	return report.ConfigHash(&c), nil
 }
 
 // check lowers cfg's workload and fits it, as `trnsim check` does.

@@ -330,3 +330,24 @@ func TestWhere(t *testing.T) {
 	_, err = Parse([]byte("base: a.yaml\nwhere: workload.lowering.loop_order == 1\naxes:\n  workload.lowering.loop_order: [nkm, nmk]\n"), "s.yaml")
 	require.Error(t, err, "an axis of words is not a number")
 }
+
+// A point's id follows the contents of the files it reads, not their
+// paths: the same kernel in two folders gives the same id.
+func TestPointIDFollowsFileContents(t *testing.T) {
+	kernel, err := os.ReadFile("../examples/matmul.tile")
+	require.NoError(t, err)
+	var ids []string
+	for _, name := range []string{"a", "b"} {
+		dir := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "k.tile"), kernel, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "base.yaml"), []byte("hardware: {preset: trn2}\nworkload:\n  kind: tile\n  tile: {file: k.tile}\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "s.yaml"), []byte("base: base.yaml\naxes:\n  workload.lowering.dma_queues: [2]\n"), 0o644))
+		s, err := Load(filepath.Join(dir, "s.yaml"))
+		require.NoError(t, err)
+		pts, err := s.Resolve("test", 1)
+		require.NoError(t, err)
+		ids = append(ids, pts[0].ID)
+	}
+	assert.Equal(t, ids[0], ids[1])
+}

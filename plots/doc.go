@@ -1,7 +1,6 @@
-// Package plots will draw trnsim's figures with gonum/plot: cost
-// comparisons, throughput, rooflines, engine timelines, sweep curves and
-// predicted-vs-measured charts, from results computed elsewhere.
-//
-// It is empty in this version; until it exists, results.json, the CSV rows
-// and the Chrome trace (open it in Perfetto) carry every figure.
+// Package plots draws trnsim's figures with gonum/plot, as PNG or SVG: line
+// plots of a metric against a swept parameter (a line per value of the
+// others) and heat maps over two, from results computed elsewhere (the
+// sweep's results.jsonl). Cost, roofline, timeline and predicted-vs-measured
+// figures come with the issues that compute their data.
 package plots

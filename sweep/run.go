@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -588,4 +589,22 @@ func Merge(dirs []string, out string) (MergeResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// ReadRows returns a sweep output folder's finished points, in index order.
+func ReadRows(dir string) ([]Row, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a sweep's output (%v)", dir, err)
+	}
+	var rows []Row
+	for _, l := range strings.Split(string(data), "\n") {
+		var r Row
+		if l == "" || json.Unmarshal([]byte(l), &r) != nil {
+			continue
+		}
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Index < rows[j].Index })
+	return rows, nil
 }

@@ -351,3 +351,19 @@ func TestPointIDFollowsFileContents(t *testing.T) {
 	}
 	assert.Equal(t, ids[0], ids[1])
 }
+
+// The shipped example sweep files load, and every point of them validates.
+func TestExampleSweepsValidate(t *testing.T) {
+	files, err := filepath.Glob("../examples/sweep-*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s, err := Load(f)
+			require.NoError(t, err)
+			pts, err := s.Resolve("test", 2)
+			require.NoError(t, err)
+			assert.NotEmpty(t, pts)
+		})
+	}
+}

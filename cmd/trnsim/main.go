@@ -85,7 +85,7 @@ Run "trnsim run" for the embedded default (a BF16 GEMM on trn2).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newPresetsCmd(stdout), newValidateCmd(stdout, stderr), newSweepCmd(stdout, stderr), newMergeCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newPresetsCmd(stdout), newValidateCmd(stdout, stderr), newSweepCmd(stdout, stderr), newMergeCmd(stdout), newPlotCmd(stdout))
 	return root
 }
 

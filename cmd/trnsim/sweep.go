@@ -19,6 +19,7 @@ import (
 func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
 	var out, shard string
 	var jobs int
+	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "sweep FILE --out DIR",
 		Short: "Run a run config over a grid of parameter values (a sweep file), in parallel, resumably and in shards",
@@ -39,6 +40,10 @@ from the environment (see docs/sweeps.md).`,
 				return err
 			}
 			o := sweep.Options{OutDir: out, Jobs: jobs, Progress: stderr}
+			progress := stderr
+			if quiet {
+				o.Progress, progress = nil, io.Discard
+			}
 			if err := shardOptions(&o, shard, os.Getenv); err != nil {
 				return err
 			}
@@ -52,9 +57,9 @@ from the environment (see docs/sweeps.md).`,
 				return err
 			}
 			if spec.Dropped > 0 {
-				fmt.Fprintf(stderr, "sweep: %d points valid (%d dropped by where: %s)\n", len(pts), spec.Dropped, spec.Where)
+				fmt.Fprintf(progress, "sweep: %d points valid (%d dropped by where: %s)\n", len(pts), spec.Dropped, spec.Where)
 			} else {
-				fmt.Fprintf(stderr, "sweep: %d points valid\n", len(pts))
+				fmt.Fprintf(progress, "sweep: %d points valid\n", len(pts))
 			}
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
@@ -72,6 +77,7 @@ from the environment (see docs/sweeps.md).`,
 	}
 	cmd.Flags().StringVar(&out, "out", "", "folder for results.csv and results.jsonl")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", runtime.NumCPU(), "points run at once")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress lines on stderr (errors still print)")
 	cmd.Flags().StringVar(&shard, "shard", "", "i/N: run the points whose index is i modulo N (N alone: the count, for a Kubernetes Indexed Job)")
 	return cmd
 }

@@ -45,7 +45,7 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 			defer wg.Done()
 			for i := range next {
 				p := pts[i]
-				cfg, err := configs.Load(s.Base, configs.LoadOptions{Sets: s.Sets(p)})
+				cfg, err := s.LoadPoint(p)
 				if err == nil {
 					err = check(cfg)
 				}
@@ -283,6 +283,9 @@ func (s *Spec) runPoint(ctx context.Context, p Resolved, exe string) (string, Ro
 	// the same paths: the sweep keeps only its results.
 	args := []string{"run", "-q", s.Base, "--set", "outputs.trace=", "--set", "outputs.asm=",
 		"--set", "outputs.json=", "--set", "outputs.csv=", "--json", js, "--csv", cs}
+	if s.BaseInline != nil {
+		args = append(args, "--sweep-base")
+	}
 	for _, set := range s.Sets(p.Point) {
 		args = append(args, "--set", set)
 	}

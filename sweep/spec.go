@@ -17,15 +17,21 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/isa"
 )
 
 // Spec is a parsed sweep file.
 type Spec struct {
 	// File is the sweep file's path as given; Base the run config's path,
-	// resolved against the sweep file's folder.
+	// resolved against the sweep file's folder (the sweep file itself when
+	// the base is inline).
 	File string
 	Base string
+	// BaseInline is an inline base: the sweep file's text with every line
+	// outside base: blanked, so the config's errors name the sweep file's
+	// own lines and columns and its relative paths resolve from its folder.
+	BaseInline []byte
 	// Mode is grid, zip or random; Samples and Seed are random's.
 	Mode    string
 	Samples int
@@ -95,12 +101,20 @@ func Parse(data []byte, file string) (*Spec, error) {
 		seen[k.Value] = true
 		switch k.Value {
 		case "base":
-			if v.Kind != yaml.ScalarNode || v.Value == "" {
-				return nil, &Error{File: file, Line: v.Line, Msg: "base: the path of a run config, relative to this file (an inline base is not supported yet)"}
-			}
-			s.Base = v.Value
-			if !filepath.IsAbs(s.Base) {
-				s.Base = filepath.Join(filepath.Dir(file), s.Base)
+			switch {
+			case v.Kind == yaml.MappingNode:
+				end := 0 // the last line of the base: the line before the next key
+				if i+2 < len(m.Content) {
+					end = m.Content[i+2].Line - 1
+				}
+				s.Base, s.BaseInline = file, inlineText(data, v.Line, v.Column, end)
+			case v.Kind != yaml.ScalarNode || v.Value == "":
+				return nil, &Error{File: file, Line: v.Line, Msg: "base: the path of a run config, relative to this file, or the run config itself (a mapping)"}
+			default:
+				s.Base = v.Value
+				if !filepath.IsAbs(s.Base) {
+					s.Base = filepath.Join(filepath.Dir(file), s.Base)
+				}
 			}
 		case "mode":
 			if v.Value != "grid" && v.Value != "zip" && v.Value != "random" {
@@ -308,4 +322,52 @@ func (s *Spec) filter(pts []Point) []Point {
 		}
 	}
 	return out
+}
+
+// inlineText is the run config given inline as base:, cut from the sweep
+// file's text so that it keeps its lines and columns: the lines from the
+// mapping's first (line, column) through end (0: the file's end) are kept,
+// the part of the first line before the mapping and every other line
+// blanked. YAML takes an indented top-level mapping as it is.
+func inlineText(data []byte, line, column, end int) []byte {
+	lines := strings.SplitAfter(string(data), "\n")
+	var out strings.Builder
+	for i, l := range lines {
+		n := i + 1
+		switch {
+		case n < line || (end > 0 && n > end):
+			if strings.HasSuffix(l, "\n") {
+				out.WriteString("\n")
+			}
+		case n == line:
+			cut := min(max(column-1, 0), len(l))
+			out.WriteString(strings.Repeat(" ", cut) + l[cut:])
+		default:
+			out.WriteString(l)
+		}
+	}
+	return []byte(out.String())
+}
+
+// LoadPoint loads the base config with the point's values set.
+func (s *Spec) LoadPoint(p Point) (*configs.RunConfig, error) {
+	opts := configs.LoadOptions{Sets: s.Sets(p)}
+	if s.BaseInline != nil {
+		return configs.LoadBytes(s.BaseInline, s.File, opts)
+	}
+	return configs.Load(s.Base, opts)
+}
+
+// LoadInlineBase loads the base: given inline in the sweep file at path,
+// with the sets applied: what a point's trnsim run reads (run
+// --sweep-base).
+func LoadInlineBase(path string, sets []string) (*configs.RunConfig, error) {
+	s, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if s.BaseInline == nil {
+		return nil, fmt.Errorf("%s: base: is a path, not an inline run config", path)
+	}
+	return configs.LoadBytes(s.BaseInline, path, configs.LoadOptions{Sets: sets})
 }

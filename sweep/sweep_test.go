@@ -23,7 +23,7 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"base: a.yaml\nmode: random\nsamples: 5\naxes:\n  workload.gemm.m: [1, 2]\n", "samples: 5 is more than the 2 points of the grid"},
 		{"axes:\n  workload.gemm.m: [1]\n", "s.yaml:1: base: required"},
 		{"base: a.yaml\nmode: spiral\naxes:\n  workload.gemm.m: [1]\n", "s.yaml:2: mode: must be grid, zip or random"},
-		{"base: {hardware: {preset: trn2}}\naxes:\n  workload.gemm.m: [1]\n", "s.yaml:1: base: the path of a run config"},
+		{"base: [a.yaml]\naxes:\n  workload.gemm.m: [1]\n", "s.yaml:1: base: the path of a run config"},
 	} {
 		_, err := Parse([]byte(tc.text), "s.yaml")
 		require.Error(t, err, tc.text)
@@ -364,6 +364,56 @@ func TestExampleSweepsValidate(t *testing.T) {
 			pts, err := s.Resolve("test", 2)
 			require.NoError(t, err)
 			assert.NotEmpty(t, pts)
+		})
+	}
+}
+
+// An inline base: runs as a file base would, and its errors name the sweep
+// file's own lines and columns, in block and in flow style.
+func TestInlineBase(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+		return p
+	}
+	inline := write("inline.yaml", "# a comment\nbase:\n  hardware:\n    preset: trn2\n  workload:\n    kind: gemm\n    gemm: {m: 256, k: 256, n: 512}\naxes:\n  workload.gemm.m: [128, 256]\n")
+	write("base.yaml", "hardware:\n  preset: trn2\nworkload:\n  kind: gemm\n  gemm: {m: 256, k: 256, n: 512}\n")
+	file := write("file.yaml", "base: base.yaml\naxes:\n  workload.gemm.m: [128, 256]\n")
+	bin := trnsimBinary(t)
+	var metrics [2][]any
+	for i, path := range []string{inline, file} {
+		s, err := Load(path)
+		require.NoError(t, err)
+		pts, err := s.Resolve("test", 2)
+		require.NoError(t, err)
+		out := t.TempDir()
+		sum, err := s.Run(context.Background(), pts, Options{Exe: bin, OutDir: out, Jobs: 2})
+		require.NoError(t, err)
+		require.Equal(t, 2, sum.Ran)
+		rows, _ := readRows(t, out)
+		for _, r := range rows {
+			require.Equal(t, "ok", r.Status, r.Error)
+			metrics[i] = append(metrics[i], r.Metrics["simulated_time_s"])
+		}
+	}
+	assert.ElementsMatch(t, metrics[1], metrics[0], "an inline base simulates what the same file base does")
+
+	for _, tc := range []struct{ name, text, want string }{
+		{"block", "base:\n  hardware:\n    preset: trn2\n  workload:\n    kind: gemm\n    gemm: {m: 512, k: 512, n: 512, q: 3}\naxes:\n  workload.gemm.m: [256]\n", "bad.yaml:6:"},
+		{"flow", "axes: {workload.gemm.m: [256]}\nbase: {workload: {kind: gemm, gemm: {m: 512, k: 512, n: 512}}}\n", "bad.yaml:2:7: hardware.preset: required"},
+		{"keys outside it are not read", "base:\n  workload: {kind: gemm, gemm: {m: 512, k: 512, n: 512}}\naxes:\n  hardware.preset: [trn2]\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Load(write("bad.yaml", tc.text))
+			require.NoError(t, err)
+			_, err = s.Resolve("test", 2)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/report"
 	"github.com/trnsim/trnsim/runner"
+	"github.com/trnsim/trnsim/sweep"
 	"github.com/trnsim/trnsim/validate"
 )
 
@@ -93,7 +94,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var opts runner.Options
 	var sets []string
 	var preset, window string
-	var quiet bool
+	var quiet, sweepBase bool
 	cmd := &cobra.Command{
 		Use:   "run [config.yaml | kernel.asm]",
 		Short: "Simulate a run config or an assembly kernel (no argument: the embedded default)",
@@ -115,7 +116,17 @@ exits with 130 or 143.`,
 				}
 				opts.TraceWindow = &w
 			}
-			cfg, err := loadInput(args, preset, sets)
+			var cfg *configs.RunConfig
+			var err error
+			if sweepBase {
+				// A sweep's point whose base: is inline in the sweep file.
+				if len(args) != 1 {
+					return fmt.Errorf("--sweep-base: give the sweep file")
+				}
+				cfg, err = sweep.LoadInlineBase(args[0], sets)
+			} else {
+				cfg, err = loadInput(args, preset, sets)
+			}
 			if err != nil {
 				return err
 			}
@@ -155,6 +166,8 @@ exits with 130 or 143.`,
 	f.StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
 	f.BoolVar(&opts.NoRaceCheck, "no-race-check", false, "turn the data-race detector off (faster)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines and no list of the files written on stderr (warnings and errors still print)")
+	f.BoolVar(&sweepBase, "sweep-base", false, "the argument is a sweep file: run its inline base: (how trnsim sweep runs a point)")
+	_ = f.MarkHidden("sweep-base")
 	return cmd
 }
 

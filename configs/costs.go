@@ -399,7 +399,7 @@ func cloneCostTable(t *isa.CostTable) *isa.CostTable {
 // LoadCostTable reads an embedded cost table (nc-v2, nc-v3, nc-v4),
 // following its base chain.
 func LoadCostTable(name string) (*isa.CostTable, error) {
-	return loadCostTable(name, 0)
+	return cachedCostTable(name)
 }
 
 func loadCostTable(name string, depth int) (*isa.CostTable, error) {
@@ -411,7 +411,7 @@ func loadCostTable(name string, depth int) (*isa.CostTable, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unknown cost table %q (tables: %s)", name, strings.Join(CostTableNames(), ", "))
 	}
-	root, err := parseYAML(data, file)
+	root, err := parseEmbedded(file, data)
 	if err != nil {
 		return nil, err
 	}

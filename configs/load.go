@@ -415,7 +415,7 @@ func loadPreset(name string, depth int) (*Hardware, map[string]Source, error) {
 	if err != nil || strings.Contains(name, "/") {
 		return nil, nil, fmt.Errorf("unknown preset %q (presets: %s)", name, strings.Join(PresetNames(), ", "))
 	}
-	root, err := parseYAML(data, file)
+	root, err := parseEmbedded(file, data)
 	if err != nil {
 		return nil, nil, err
 	}

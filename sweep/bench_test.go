@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trnsim/trnsim/internal/hostcpu"
 )
 
 // BenchmarkSweep runs a grid of 1024^3 BF16 GEMMs (start-up bound) and
@@ -86,5 +89,51 @@ func benchSweep(b *testing.B, bin, gemm, axes string, singles int) {
 		b.ReportMetric(ideal, "ideal-points/s")
 		b.ReportMetric(100*rate/ideal, "pct-of-ideal")
 		b.ReportMetric(float64(one.Microseconds())/1000, "ms-cpu/run")
+	}
+}
+
+// BenchmarkResolve10000 validates a 10,000-point grid (every point loaded,
+// lowered and fitted, as trnsim check does) and reports the host CPU time
+// it takes (issue 14's target: at most 10 s).
+//
+//	go test ./sweep -run '^$' -bench Resolve10000 -benchtime 1x
+func BenchmarkResolve10000(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "base.yaml"), []byte("hardware: {preset: trn2}\nworkload:\n  kind: gemm\n  gemm: {m: 4096, k: 4096, n: 4096}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	axis := func(path string, from, step int) string {
+		s := "  " + path + ": ["
+		for i := 0; i < 10; i++ {
+			if i > 0 {
+				s += ", "
+			}
+			s += strconv.Itoa(from + i*step)
+		}
+		return s + "]\n"
+	}
+	text := "base: base.yaml\naxes:\n" +
+		axis("hardware.core.sbuf.partition_kib", 128, 16) +
+		axis("hardware.chip.hbm.bandwidth_gbps", 1000, 200) +
+		axis("workload.gemm.m", 1024, 512) +
+		axis("workload.gemm.n", 1024, 512)
+	path := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		cpu0 := hostcpu.Time()
+		s, err := Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pts, err := s.Resolve("bench", runtime.NumCPU())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(pts) != 10000 {
+			b.Fatalf("%d points", len(pts))
+		}
+		b.ReportMetric((hostcpu.Time() - cpu0).Seconds(), "cpu-s/10000points")
 	}
 }

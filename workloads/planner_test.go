@@ -158,3 +158,30 @@ func TestPlanQuality(t *testing.T) {
 		assert.GreaterOrEqual(t, speed, 0.95, k)
 	}
 }
+
+// The bound the plan search skips candidates by is never above a plan's
+// estimate, on every preset, dtype and layout, over pinned blocks (so
+// skipping a candidate never changes the plan chosen).
+func TestPlanLowerBoundBelowEstimate(t *testing.T) {
+	for _, preset := range []string{"trn1", "inf2", "trn2", "trn3"} {
+		for _, shape := range [][3]int{{4096, 4096, 4096}, {3000, 5000, 7000}, {8, 8192, 8192}, {4096, 64, 4096}} {
+			for _, dt := range []string{"bf16", "fp32", "fp8e4"} {
+				for _, lay := range []string{"km", "mk"} {
+					for _, blocks := range [][3]int{{128, 512, 128}, {512, 1024, 512}, {2048, 2048, 1024}} {
+						sets := []string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
+							fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dt, "workload.gemm.a_layout=" + lay,
+							fmt.Sprintf("workload.lowering.block_m=%d", blocks[0]), fmt.Sprintf("workload.lowering.block_n=%d", blocks[1]), fmt.Sprintf("workload.lowering.block_k=%d", blocks[2])}
+						cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})
+						require.NoError(t, err)
+						p, err := GEMMPlan(cfg)
+						if err != nil {
+							continue // pinned blocks that do not fit this preset
+						}
+						tg := Target(cfg)
+						assert.LessOrEqual(t, p.LowerBoundNs(tg), p.Estimate(tg).TotalNs, "%v", sets)
+					}
+				}
+			}
+		}
+	}
+}

@@ -390,13 +390,36 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 		// load or an evacuation now and then): their loads combine as a
 		// p-norm, between the slowest one (p = inf, perfect overlap) and their
 		// sum (p = 1). ContentionNorm is fitted (docs/validation.md).
-		pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
-		pn := math.Pow(pow(est.TensorNs)+pow(est.VectorNs)+pow(est.ScalarNs)+pow(est.DMANs), 1/ContentionNorm)
-		busy := max(stepsNs, pn)
+		busy := stepsNs
+		// The norm is at most the slowest engine's load times 4^(1/p):
+		// when the steps take longer than that it cannot matter.
+		if top := max(est.TensorNs, est.VectorNs, est.ScalarNs, est.DMANs); stepsNs < top*normOf4 {
+			pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
+			pn := math.Pow(pow(est.TensorNs)+pow(est.VectorNs)+pow(est.ScalarNs)+pow(est.DMANs), 1/ContentionNorm)
+			busy = max(stepsNs, pn)
+		}
 		est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs
 
 		out[oi] = est
 	}
+}
+
+// normOf4 is 4^(1/ContentionNorm), the most the p-norm of four loads can
+// exceed the largest of them by (a touch more, for rounding).
+var normOf4 = math.Pow(4, 1/ContentionNorm) * (1 + 1e-12)
+
+// lowerBoundNs is at most the plan's estimate (TotalNs), cheap enough to
+// skip candidates with: its HBM bytes at the DMA engines' bandwidth (the
+// steps' loads and stores include them), the fill before the first
+// multiply and the last block's store.
+func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
+	g := p.G
+	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
+	lat := e.tg.DMAStartNs + e.tg.DMACompletionNs
+	bm, bn, k1 := min(p.BM, g.M), min(p.BN, g.N), min(p.BK, g.K)
+	fill := float64(k1*(bm+bn))*eb/e.bw + lat
+	store := float64(bm*bn)*outB/e.bw + lat
+	return float64(p.dmaBytes())/e.bw + fill + store
 }
 
 // estimate returns the plan's analytic time (see estimateEvacs).
@@ -410,4 +433,10 @@ func (p *GEMMPlan) estimate(e *estimator) Estimate {
 // minimises).
 func (p *GEMMPlan) Estimate(tg *sched.Target) Estimate {
 	return p.estimate(newEstimator(tg, p.G, p.TN, p.AccDT))
+}
+
+// LowerBoundNs returns the bound the plan search skips candidates by: at
+// most Estimate(tg).TotalNs.
+func (p *GEMMPlan) LowerBoundNs(tg *sched.Target) float64 {
+	return p.lowerBoundNs(newEstimator(tg, p.G, p.TN, p.AccDT))
 }

@@ -428,7 +428,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 									}
 									c := *p
 									c.Order, c.BN, c.BM, c.BK, c.NRes = order, bn, bm, bk, nres
-									if best != nil && float64(c.dmaBytes())/est.bw > minNs*(1+tieFraction) {
+									if best != nil && c.lowerBoundNs(est) > minNs*(1+tieFraction) {
 										continue // its loads alone take longer than the best plan
 									}
 									c.GroupBanks = (bn / p.TN) * p.banksPerTile

@@ -1,0 +1,49 @@
+package configs
+
+import (
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/trnsim/trnsim/isa"
+)
+
+// The embedded preset and cost-table files are constants of the binary, so
+// their parse and the cost tables built from them are memoised for the
+// process: a sweep validates thousands of points, each loading its preset
+// and cost table, and parsing them again each time was most of its cost.
+// Callers get a node tree nothing writes to (decoding only reads it) and
+// their own copy of a cost table.
+var (
+	embeddedNodes  sync.Map // file -> embeddedParse
+	embeddedTables sync.Map // name -> *isa.CostTable
+)
+
+type embeddedParse struct {
+	root *yaml.Node
+	err  error
+}
+
+// parseEmbedded parses an embedded file once per process.
+func parseEmbedded(file string, data []byte) (*yaml.Node, error) {
+	if p, ok := embeddedNodes.Load(file); ok {
+		return p.(embeddedParse).root, p.(embeddedParse).err
+	}
+	root, err := parseYAML(data, file)
+	embeddedNodes.Store(file, embeddedParse{root, err})
+	return root, err
+}
+
+// cachedCostTable returns a copy of the named embedded cost table, built
+// once per process.
+func cachedCostTable(name string) (*isa.CostTable, error) {
+	if t, ok := embeddedTables.Load(name); ok {
+		return cloneCostTable(t.(*isa.CostTable)), nil
+	}
+	t, err := loadCostTable(name, 0)
+	if err != nil {
+		return nil, err
+	}
+	embeddedTables.Store(name, t)
+	return cloneCostTable(t), nil
+}

@@ -86,7 +86,7 @@ Run "trnsim run" for the embedded default (a BF16 GEMM on trn2).`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newPresetsCmd(stdout), newValidateCmd(stdout, stderr), newSweepCmd(stdout, stderr), newMergeCmd(stdout), newPlotCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newCheckCmd(stdout), newPresetsCmd(stdout), newValidateCmd(stdout, stderr), newSweepCmd(stdout, stderr), newMergeCmd(stdout), newPlotCmd(stdout), newModelsCmd(stdout))
 	return root
 }
 

@@ -46,6 +46,11 @@ var onlyRules = []struct {
 	{[]string{"workloads/tile"}, []string{"isa", "isa/asm"}},
 	{[]string{"workloads/sched"}, []string{"isa", "isa/asm", "workloads/tile"}},
 	{[]string{"workloads/kernels"}, []string{"isa", "isa/asm", "workloads/tile", "workloads/sched"}},
+	// The op graph and the models built on it know no hardware and no
+	// lowering.
+	{[]string{"workloads/graph"}, []string{"isa"}},
+	{[]string{"workloads/nn"}, []string{"isa", "workloads/graph"}},
+	{[]string{"workloads/zoo"}, []string{"isa", "workloads/graph", "workloads/nn"}},
 	{[]string{"workloads"}, []string{"isa", "isa/asm", "configs", "workloads/..."}},
 	// The simulated system knows no workload and no report.
 	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/..."}},

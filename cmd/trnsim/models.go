@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/trnsim/trnsim/workloads/zoo"
+	"github.com/trnsim/trnsim/runner"
 )
 
 func newModelsCmd(stdout io.Writer) *cobra.Command {
@@ -21,40 +21,23 @@ active count per token) and the published figure with its source. Given
 config.json files, it reads each as a run would (hf_config:) and prints the
 same row.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var cfgs []*zoo.Config
-			if len(args) == 0 {
-				for _, n := range zoo.Names() {
-					c, err := zoo.Get(n)
-					if err != nil {
-						return err
-					}
-					cfgs = append(cfgs, c)
-				}
-			}
-			for _, path := range args {
-				c, err := zoo.Load(path)
-				if err != nil {
-					return err
-				}
-				cfgs = append(cfgs, c)
+			models, err := runner.Models(args)
+			if err != nil {
+				return err
 			}
 			w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(w, "model\tfamily\tlayers\thidden\theads (q/kv)\tparams\tpublished\tsource of the count")
-			for _, c := range cfgs {
-				total, active, err := c.Params()
-				if err != nil {
-					return err
-				}
-				params := humanCount(total)
-				if active != total {
-					params += " (" + humanCount(active) + " active)"
+			for _, m := range models {
+				params := humanCount(m.Params)
+				if m.ActiveParams != m.Params {
+					params += " (" + humanCount(m.ActiveParams) + " active)"
 				}
 				pub, src := "-", "-"
-				if a := c.Annotation; a != nil {
-					pub = fmt.Sprintf("%s (%+.2f%%)", humanCount(int64(a.Params)), 100*(float64(total)/a.Params-1))
-					src = a.ParamsSource
+				if m.Published > 0 {
+					pub = fmt.Sprintf("%s (%+.2f%%)", humanCount(int64(m.Published)), 100*(float64(m.Params)/m.Published-1))
+					src = m.PublishedSource
 				}
-				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", c.Name, c.Family, c.Layers, c.Hidden, c.Heads, c.KVHeads, params, pub, src)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d/%d\t%s\t%s\t%s\n", m.Name, m.Family, m.Layers, m.Hidden, m.Heads, m.KVHeads, params, pub, src)
 			}
 			return w.Flush()
 		},

@@ -20,9 +20,9 @@ type Config struct {
 	File, Name string
 	// Family is llama, mistral, qwen2, mixtral, gpt2 or bert; Arch is the
 	// file's architectures[0].
-	Family, Arch string
-	Hidden, Intermediate, Layers  int64
-	Heads, KVHeads, HeadDim       int64
+	Family, Arch                   string
+	Hidden, Intermediate, Layers   int64
+	Heads, KVHeads, HeadDim        int64
 	Vocab, MaxPositions, TypeVocab int64
 	NormEps                        float64
 	Act                            nn.Activation
@@ -32,7 +32,7 @@ type Config struct {
 	RoPETheta   float64
 	RoPEScaling string
 	// TiedEmbeddings: the LM head is the embedding table.
-	TiedEmbeddings bool
+	TiedEmbeddings            bool
 	QKVBias, OutBias, MLPBias bool
 	// Windows is each layer's sliding attention window (0: full).
 	Windows []int64

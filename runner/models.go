@@ -1,0 +1,49 @@
+package runner
+
+import "github.com/trnsim/trnsim/workloads/zoo"
+
+// ModelInfo is a model's row in `trnsim models`: its architecture, its
+// parameter count from the graph, and the published count (0 when the
+// config has none) with its source.
+type ModelInfo struct {
+	Name, Family                   string
+	Layers, Hidden, Heads, KVHeads int64
+	Params, ActiveParams           int64
+	Published                      float64
+	PublishedSource                string
+}
+
+// Models describes the zoo's models, or the Hugging Face config.json files
+// at paths when any are given.
+func Models(paths []string) ([]ModelInfo, error) {
+	var cfgs []*zoo.Config
+	if len(paths) == 0 {
+		for _, n := range zoo.Names() {
+			c, err := zoo.Get(n)
+			if err != nil {
+				return nil, err
+			}
+			cfgs = append(cfgs, c)
+		}
+	}
+	for _, p := range paths {
+		c, err := zoo.Load(p)
+		if err != nil {
+			return nil, err
+		}
+		cfgs = append(cfgs, c)
+	}
+	var out []ModelInfo
+	for _, c := range cfgs {
+		total, active, err := c.Params()
+		if err != nil {
+			return nil, err
+		}
+		m := ModelInfo{Name: c.Name, Family: c.Family, Layers: c.Layers, Hidden: c.Hidden, Heads: c.Heads, KVHeads: c.KVHeads, Params: total, ActiveParams: active}
+		if a := c.Annotation; a != nil {
+			m.Published, m.PublishedSource = a.Params, a.ParamsSource
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

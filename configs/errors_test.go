@@ -501,15 +501,15 @@ func TestLoadErrorsParallel(t *testing.T) {
 func TestLoadErrorsWorkload(t *testing.T) {
 	hw := "hardware: {preset: trn2}"
 	runErrCases(t, []errCase{
-		{"no workload section", y(hw), nil, "test.yaml: workload.kind: required (kinds: gemm, elementwise, assembly, tile)"},
+		{"no workload section", y(hw), nil, "test.yaml: workload.kind: required (kinds: gemm, elementwise, assembly, tile, model)"},
 		{"missing kind", y(hw,
 			"workload:",
 			"  gemm: {m: 128, k: 128, n: 128}",
-		), nil, "test.yaml:3:3: workload.kind: required (kinds: gemm, elementwise, assembly, tile)"},
+		), nil, "test.yaml:3:3: workload.kind: required (kinds: gemm, elementwise, assembly, tile, model)"},
 		{"unknown kind", y(hw,
 			"workload:",
 			"  kind: conv2d",
-		), nil, "test.yaml:3:9: workload.kind: unsupported workload kind \"conv2d\" (kinds: gemm, elementwise, assembly, tile)"},
+		), nil, "test.yaml:3:9: workload.kind: unsupported workload kind \"conv2d\" (kinds: gemm, elementwise, assembly, tile, model)"},
 		{"section mismatch", y(hw,
 			"workload:",
 			"  kind: gemm",
@@ -767,7 +767,7 @@ func TestLoadErrorsSets(t *testing.T) {
 		{"wrong type", ok, []string{"hardware.core.sbuf.partition_kib=big"}, "--set hardware.core.sbuf.partition_kib=big: expected an integer, got \"big\""},
 		{"check tag", ok, []string{"hardware.core.sbuf.partition_kib=-1"}, "--set hardware.core.sbuf.partition_kib=-1: must be greater than 0, got -1"},
 		{"cross-field rule", ok, []string{"hardware.core.psum.banks=3"}, "--set hardware.core.psum.banks=3: 3 banks do not divide 16 KiB evenly"},
-		{"workload kind", ok, []string{"workload.kind=conv"}, "--set workload.kind=conv: unsupported workload kind \"conv\" (kinds: gemm, elementwise, assembly, tile)"},
+		{"workload kind", ok, []string{"workload.kind=conv"}, "--set workload.kind=conv: unsupported workload kind \"conv\" (kinds: gemm, elementwise, assembly, tile, model)"},
 		{"section given a value", ok, []string{"hardware=trn2"}, "--set hardware=trn2: expected a mapping, got \"trn2\""},
 		{"workload field", ok, []string{"workload.gemm.m=lots"}, "--set workload.gemm.m=lots: expected an integer, got \"lots\""},
 		// The rule names the field the --set changed, not hardware.chips

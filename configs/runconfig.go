@@ -32,7 +32,7 @@ type RunConfig struct {
 
 // Workload says what to simulate. Kind selects one of the sections.
 type Workload struct {
-	// Kind is gemm, elementwise, tile or assembly.
+	// Kind is gemm, elementwise, tile, assembly or model.
 	Kind string `yaml:"kind"`
 	// Name labels the workload in reports.
 	Name        string               `yaml:"name"`
@@ -40,11 +40,34 @@ type Workload struct {
 	Elementwise *ElementwiseWorkload `yaml:"elementwise"`
 	Assembly    *AssemblyWorkload    `yaml:"assembly"`
 	Tile        *TileWorkload        `yaml:"tile"`
+	Model       *ModelWorkload       `yaml:"model"`
 	Lowering    Lowering             `yaml:"lowering"`
 }
 
 // WorkloadKinds lists the supported workload kinds.
-var WorkloadKinds = []string{"gemm", "elementwise", "assembly", "tile"}
+var WorkloadKinds = []string{"gemm", "elementwise", "assembly", "tile", "model"}
+
+// ModelWorkload is a transformer's inference on one NeuronCore
+// (docs/models.md): a zoo model by name, or a Hugging Face config.json.
+type ModelWorkload struct {
+	// Name is a zoo model (trnsim models lists them); HFConfig the path of
+	// a config.json, relative to this file. Give one.
+	Name     string `yaml:"name"`
+	HFConfig string `yaml:"hf_config"`
+	// Mode is prefill (a prompt of Seq tokens) or decode (one token after
+	// Context positions in the KV cache, for each of Tokens).
+	Mode    string `yaml:"mode"`
+	Batch   int64  `yaml:"batch" check:"nonneg"`
+	Seq     int64  `yaml:"seq" check:"nonneg"`
+	Context int64  `yaml:"context" check:"nonneg"`
+	Tokens  int64  `yaml:"tokens" check:"nonneg"`
+	// Layers, if set, simulates the first Layers layers only (plus the
+	// embedding and the head).
+	Layers int64 `yaml:"layers" check:"nonneg"`
+	// WeightsDType is the matmul weights' dtype: bf16 (fp8e4 and int8
+	// come with quantised lowering).
+	WeightsDType string `yaml:"weights_dtype"`
+}
 
 // GEMMWorkload is C[M,N] = A[M,K] @ B[K,N].
 type GEMMWorkload struct {

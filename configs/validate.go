@@ -134,7 +134,7 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	if !contains(WorkloadKinds, w.Kind) {
 		return c.errAtPath("workload.kind", "unsupported workload kind %q (kinds: %s)", w.Kind, strings.Join(WorkloadKinds, ", "))
 	}
-	present := map[string]bool{"gemm": w.GEMM != nil, "elementwise": w.Elementwise != nil, "assembly": w.Assembly != nil, "tile": w.Tile != nil}
+	present := map[string]bool{"gemm": w.GEMM != nil, "elementwise": w.Elementwise != nil, "assembly": w.Assembly != nil, "tile": w.Tile != nil, "model": w.Model != nil}
 	for _, k := range WorkloadKinds {
 		if present[k] && k != w.Kind {
 			// Blame whichever of the two a --set gave (the kind of an
@@ -229,6 +229,10 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 		if err := c.fileOrSource(required, "workload.tile", &w.Tile.File, w.Tile.Source, "the kernel", "the kernel"); err != nil {
 			return err
 		}
+	case "model":
+		if err := c.validateModel(required); err != nil {
+			return err
+		}
 	}
 	if err := c.checkLoweringUse(); err != nil {
 		return err
@@ -266,6 +270,7 @@ var loweringReads = map[string][]string{
 	"elementwise": {"buffers", "dge", "dma_queues", "elementwise_free"},
 	"tile":        {"dge", "dma_queues"},
 	"assembly":    {},
+	"model":       {"dge", "dma_queues"},
 }
 
 var loweringNotRead = map[string][]string{"gemm": {"elementwise_free"}}
@@ -358,6 +363,63 @@ func (c *RunConfig) fileOrSource(required func(path, hint string) error, path st
 	*file = c.ResolvePath(*file)
 	if err := inputFile(*file); err != nil {
 		return c.errAtPath(path+".file", "%s", err)
+	}
+	return nil
+}
+
+// validateModel checks workload.model and fills its defaults: batch 1,
+// tokens 1 (decode), weights in bf16.
+func (c *RunConfig) validateModel(required func(path, hint string) error) error {
+	m := c.Workload.Model
+	switch {
+	case m.Name == "" && m.HFConfig == "":
+		return required("workload.model.name", " (a zoo model, see trnsim models; or give hf_config: a config.json)")
+	case m.Name != "" && m.HFConfig != "":
+		return c.errAtPath("workload.model.hf_config", "give name or hf_config, not both")
+	case m.HFConfig != "":
+		m.HFConfig = c.ResolvePath(m.HFConfig)
+		if err := inputFile(m.HFConfig); err != nil {
+			return c.errAtPath("workload.model.hf_config", "%s", err)
+		}
+	}
+	if m.Batch == 0 {
+		m.Batch = 1
+	}
+	switch m.Mode {
+	case "":
+		return required("workload.model.mode", " (prefill or decode)")
+	case "prefill":
+		if m.Seq == 0 {
+			return required("workload.model.seq", " (the prompt length)")
+		}
+		for _, f := range []struct {
+			v    int64
+			name string
+		}{{m.Context, "context"}, {m.Tokens, "tokens"}} {
+			if f.v != 0 {
+				return c.errAtPath("workload.model."+f.name, "is for decode; prefill reads seq")
+			}
+		}
+	case "decode":
+		if m.Context == 0 {
+			return required("workload.model.context", " (the KV-cache length when decoding starts)")
+		}
+		if m.Seq != 0 {
+			return c.errAtPath("workload.model.seq", "is for prefill; decode reads context and tokens")
+		}
+		if m.Tokens == 0 {
+			m.Tokens = 1
+		}
+	case "train":
+		return c.errAtPath("workload.model.mode", "train comes with the training issue; modes: prefill, decode")
+	default:
+		return c.errAtPath("workload.model.mode", "must be prefill or decode, got %q", m.Mode)
+	}
+	if m.WeightsDType == "" {
+		m.WeightsDType = "bf16"
+	}
+	if !contains([]string{"bf16", "fp8e4", "int8"}, m.WeightsDType) {
+		return c.errAtPath("workload.model.weights_dtype", "must be bf16, fp8e4 or int8, got %q", m.WeightsDType)
 	}
 	return nil
 }

@@ -68,7 +68,9 @@ type Report struct {
 	PSUM    MemReport               `json:"psum"`
 	Stalls  []StallReport           `json:"stalls"`
 	// Ops are the figures per workload op, in order of id.
-	Ops     []OpReport     `json:"ops"`
+	Ops []OpReport `json:"ops"`
+	// Model is a model run's figures (null for kernels).
+	Model   *ModelReport   `json:"model,omitempty"`
 	Choices []ChoiceReport `json:"lowering"`
 	Notes   []string       `json:"lowering_notes"`
 	Chips   []ChipReport   `json:"chips"`
@@ -506,6 +508,7 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 		return nil, err
 	}
 	r.Ops = ops
+	buildModel(cfg, info, r)
 	return r, nil
 }
 
@@ -645,6 +648,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		}
 		line("workload", "assembly %s: %s%s", filepath.Base(r.Config), plural(r.Instructions, "instruction"), matmuls)
 	}
+	r.writeModel(line)
 	line("simulated time", "%s", clock.Time(r.SimulatedTimeS*1e15+0.5))
 	line("throughput", "%.2f TFLOPS, %.1f%% of peak (HFU)", r.TFLOPS, r.PeakPct)
 	line("peak", "%s", r.PeakFormula)

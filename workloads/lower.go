@@ -55,6 +55,8 @@ type Info struct {
 	CoresUsed int
 	// Notes are other lowering choices, in words.
 	Notes []string
+	// Model is set for model workloads.
+	Model *ModelInfo
 }
 
 // Dim is one named size of a workload's shape, in elements.
@@ -130,6 +132,8 @@ func lower(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return LoadAssembly(cfg, w.Assembly.File)
 	case "tile":
 		return lowerTile(cfg)
+	case "model":
+		return lowerModel(cfg)
 	}
 	return nil, nil, cfg.FieldError("workload.kind", "unsupported workload kind %q", w.Kind)
 }

@@ -51,6 +51,8 @@ var onlyRules = []struct {
 	{[]string{"workloads/graph"}, []string{"isa"}},
 	{[]string{"workloads/nn"}, []string{"isa", "workloads/graph"}},
 	{[]string{"workloads/zoo"}, []string{"isa", "workloads/graph", "workloads/nn"}},
+	// The graph lowering plans each op with its kernel and composes them.
+	{[]string{"workloads/lowergraph"}, []string{"isa", "isa/asm", "workloads/tile", "workloads/sched", "workloads/kernels", "workloads/graph"}},
 	{[]string{"workloads"}, []string{"isa", "isa/asm", "configs", "workloads/..."}},
 	// The simulated system knows no workload and no report.
 	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/..."}},

@@ -125,7 +125,9 @@ func (o *Op) FLOPs() int64 { return kinds[o.Kind].flops(o) }
 func (o *Op) MinHBMBytes() int64 {
 	var n int64
 	for _, t := range o.Inputs {
-		n += t.Bytes()
+		if t != nil { // an optional input left out
+			n += t.Bytes()
+		}
 	}
 	for _, t := range o.Outputs {
 		n += t.Bytes()

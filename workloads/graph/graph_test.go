@@ -139,3 +139,14 @@ func TestKVAppendAndMoE(t *testing.T) {
 	weights := int64(3*8*128*64*2) / 8 * 6
 	assert.Equal(t, cache.Bytes()+nw.Bytes()+nw.Bytes()+x.Bytes()+int64(3*8*2)+weights, g.MinHBMBytes())
 }
+
+// An optional input left out (a Linear without bias) counts nothing.
+func TestOptionalInputs(t *testing.T) {
+	b := NewBuilder()
+	x := b.Input("x", []int64{2, 8}, isa.BF16)
+	b.Add(Linear, "l", Attrs{}, x, b.Param("w", []int64{4, 8}, isa.BF16), nil)
+	g, err := b.Graph()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2*8*2+4*8*2+2*4*2), g.Ops[0].MinHBMBytes())
+	assert.Equal(t, int64(2*2*8*4), g.Ops[0].FLOPs())
+}

@@ -201,11 +201,10 @@ func (a *Attention) Forward(b *graph.Builder, x *graph.Tensor, p Pass, rope [2]*
 	}
 	var q, k, v *graph.Tensor
 	if c.FusedQKV {
-		// One projection; its output's three parts are views.
+		// One projection; its output's columns are q, k and v.
 		qkv := a.QKV.Forward(b, x)
-		t := Reshape(b, c.QKVName+".view", qkv, bs, s, c.Heads+2*c.KVHeads, c.HeadDim)
-		t = Permute(b, c.QKVName+".transpose", t, 0, 2, 1, 3)
-		q, k, v = split3(b, c.QKVName, t, c.Heads, c.KVHeads)
+		parts := b.AddMulti(graph.Split, c.QKVName+".split", graph.Attrs{Axis: 2, Shape: []int64{c.Heads * c.HeadDim, c.KVHeads * c.HeadDim, c.KVHeads * c.HeadDim}}, qkv)
+		q, k, v = heads("q", parts[0], c.Heads), heads("k", parts[1], c.KVHeads), heads("v", parts[2], c.KVHeads)
 	} else {
 		q = heads("q", a.Q.Forward(b, x), c.Heads)
 		k = heads("k", a.K.Forward(b, x), c.KVHeads)
@@ -230,10 +229,4 @@ func (a *Attention) Forward(b *graph.Builder, x *graph.Tensor, p Pass, rope [2]*
 	o = Permute(b, "attn.transpose", o, 0, 2, 1, 3)
 	o = Reshape(b, "attn.view", o, bs, s, c.Heads*c.HeadDim)
 	return a.O.Forward(b, o)
-}
-
-// split3 splits a [b, hq+2hkv, s, d] tensor into q, k and v (views).
-func split3(b *graph.Builder, name string, t *graph.Tensor, hq, hkv int64) (q, k, v *graph.Tensor) {
-	parts := b.AddMulti(graph.Split, name+".split_qkv", graph.Attrs{Axis: 1, Shape: []int64{hq, hkv, hkv}}, t)
-	return parts[0], parts[1], parts[2]
 }

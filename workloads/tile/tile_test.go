@@ -282,3 +282,38 @@ func TestSignaturePlanAgrees(t *testing.T) {
 		}
 	}
 }
+
+// Two kernels inlined into one share the bound tensors, keep their ops in
+// order and get names of their own.
+func TestInlineComposesKernels(t *testing.T) {
+	mk := func(name string) *Kernel {
+		k := New(name)
+		x := k.Tensor("X", isa.BF16, Input, 256, 64)
+		out := k.Tensor("OUT", isa.BF16, Output, 256, 64)
+		k.Root().For("r", C(0), C(2), Parallel, func(b *Block, r Expr) {
+			s := b.Tile("s", isa.MemSBUF, isa.BF16, []int64{128, 64}, 2)
+			b.Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{s.All()}, Ins: []Access{x.At(RS(r.MulC(128), C(128)))}})
+			b.Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{out.At(RS(r.MulC(128), C(128)))}, Ins: []Access{s.All()}})
+		})
+		return k
+	}
+	k := New("model")
+	a := k.Tensor("a", isa.BF16, Input, 256, 64)
+	h := k.Tensor("h", isa.BF16, Temp, 256, 64)
+	o := k.Tensor("o", isa.BF16, Output, 256, 64)
+	require.NoError(t, k.Root().Inline(mk("first"), "l0_", map[string]*Tile{"X": a, "OUT": h}))
+	require.NoError(t, k.Root().Inline(mk("second"), "l1_", map[string]*Tile{"X": h, "OUT": o}))
+	require.NoError(t, k.Finish())
+	assert.Len(t, k.Ops, 4)
+	assert.Same(t, h, k.Ops[1].Outs[0].Tile)
+	assert.Same(t, h, k.Ops[2].Ins[0].Tile)
+	text := String(k)
+	assert.Contains(t, text, "l0_s")
+	assert.Contains(t, text, "l1_r")
+
+	err := k.Root().Inline(mk("third"), "l2_", map[string]*Tile{"X": a})
+	assert.ErrorContains(t, err, "tensor OUT is not bound")
+	wrong := k.Tensor("w", isa.FP32, Temp, 256, 64)
+	err = k.Root().Inline(mk("fourth"), "l3_", map[string]*Tile{"X": a, "OUT": wrong})
+	assert.ErrorContains(t, err, "tensor OUT is bf16[256 64], bound to w fp32[256 64]")
+}

@@ -1,0 +1,124 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/workloads"
+)
+
+// ModelReport is what a model run adds to results.json.
+type ModelReport struct {
+	Model  string `json:"model"`
+	Family string `json:"family"`
+	Mode   string `json:"mode"`
+	Batch  int64  `json:"batch"`
+	// Seq is the tokens per sequence of the pass simulated; Past the KV
+	// positions before them; Tokens decode's tokens generated.
+	Seq    int64 `json:"seq"`
+	Past   int64 `json:"past"`
+	Tokens int64 `json:"tokens,omitempty"`
+	// Layers simulated of LayersTotal: every figure is for those layers
+	// plus the embedding and the head.
+	Layers      int64 `json:"layers"`
+	LayersTotal int64 `json:"layers_total"`
+	Params      int64 `json:"params"`
+	// TokensPerS is tokens processed per second (prefill: the prompts'
+	// tokens; decode: one per sequence per step); TTFTS the prefill's
+	// time (time to first token), TPOTS a decode step's (time per output
+	// token).
+	TokensPerS float64 `json:"tokens_per_s"`
+	TTFTS      float64 `json:"ttft_s,omitempty"`
+	TPOTS      float64 `json:"tpot_s,omitempty"`
+	// MFUPct and MBUPct are model FLOPs and bandwidth utilisation, by the
+	// definitions in MFUDefinition and MBUDefinition.
+	MFUPct           float64      `json:"mfu_pct"`
+	MFUDefinition    string       `json:"mfu_definition"`
+	MBUPct           float64      `json:"mbu_pct"`
+	MBUDefinition    string       `json:"mbu_definition"`
+	Memory           ModelMemory  `json:"memory"`
+	FullModel        *ModelMemory `json:"full_model_memory,omitempty"`
+	HBMCapacityBytes int64        `json:"hbm_capacity_bytes"`
+}
+
+// ModelMemory is a model's footprint in HBM.
+type ModelMemory struct {
+	WeightsBytes     int64 `json:"weights_bytes"`
+	ActivationsBytes int64 `json:"activations_bytes,omitempty"`
+	KVCacheBytes     int64 `json:"kv_cache_bytes"`
+}
+
+const (
+	mfuDefinition = "(2 x N x tokens + attention FLOPs) / time / dense peak of the matmuls' dtype x cores; N counts the parameters that take part in a matmul (the embedding gather excluded, a tied head included), attention counts the scores and values the causal mask keeps (half of the full square for a prompt)"
+	mbuDefinition = "(matmul weights + KV cache read by the pass) / time / (HBM bandwidth x cores used / cores per chip)"
+)
+
+// buildModel fills the model figures.
+func buildModel(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
+	mi := info.Model
+	if mi == nil {
+		return
+	}
+	h := &cfg.Hardware
+	sim := r.SimulatedTimeS
+	m := &ModelReport{Model: mi.Model, Family: mi.Family, Mode: mi.Mode, Batch: mi.Batch, Seq: mi.Seq, Past: mi.Past, Tokens: mi.Tokens,
+		Layers: mi.Layers, LayersTotal: mi.LayersTotal, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
+		Memory:           ModelMemory{WeightsBytes: mi.WeightBytes, ActivationsBytes: mi.ActivationBytes, KVCacheBytes: mi.KVCacheBytes},
+		HBMCapacityBytes: mi.HBMCapacityBytes}
+	if mi.Layers < mi.LayersTotal {
+		m.FullModel = &ModelMemory{WeightsBytes: mi.FullWeightBytes, KVCacheBytes: mi.FullKVCacheBytes}
+	}
+	tokens := float64(mi.Batch * mi.Seq)
+	if sim > 0 {
+		m.TokensPerS = tokens / sim
+		if mi.Mode == "prefill" {
+			m.TTFTS = sim
+		} else {
+			m.TPOTS = sim
+		}
+		cores := float64(max(r.CoresUsed, 1))
+		rate, _ := h.MatmulRate(info.DType, 0)
+		peak := h.PeakBaseFLOPSPerCore() * rate * cores
+		flops := 2*float64(mi.MatmulParams)*tokens + float64(mi.AttentionFLOPs)
+		m.MFUPct = 100 * flops / sim / peak
+		bw := h.Chip.HBM.BandwidthGBps * 1e9 * cores / float64(max(h.Chip.Cores, 1))
+		m.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) / sim / bw
+	}
+	r.Model = m
+}
+
+// writeModel prints the model lines of the summary.
+func (r *Report) writeModel(line func(k, format string, args ...any)) {
+	m := r.Model
+	if m == nil {
+		return
+	}
+	layers := fmt.Sprintf("%d layers", m.Layers)
+	if m.Layers < m.LayersTotal {
+		layers = fmt.Sprintf("%d of %d layers (figures are for those, the embedding and the head)", m.Layers, m.LayersTotal)
+	}
+	switch m.Mode {
+	case "prefill":
+		line("model", "%s prefill: batch %d x %d tokens, %s", m.Model, m.Batch, m.Seq, layers)
+		line("time to 1st token", "%s (%.0f tokens/s)", fmtSeconds(m.TTFTS), m.TokensPerS)
+	default:
+		line("model", "%s decode: batch %d, context %d, %s", m.Model, m.Batch, m.Past, layers)
+		line("time per token", "%s (%.0f tokens/s)", fmtSeconds(m.TPOTS), m.TokensPerS)
+	}
+	line("MFU / MBU", "%.1f%% / %.1f%% (definitions in results.json)", m.MFUPct, m.MBUPct)
+	line("memory", "weights %s, KV cache %s, activations %s of %s HBM per core",
+		HumanBytes(m.Memory.WeightsBytes), HumanBytes(m.Memory.KVCacheBytes), HumanBytes(m.Memory.ActivationsBytes), HumanBytes(m.HBMCapacityBytes))
+	if f := m.FullModel; f != nil {
+		line("", "the whole model: weights %s, KV cache %s", HumanBytes(f.WeightsBytes), HumanBytes(f.KVCacheBytes))
+	}
+}
+
+func fmtSeconds(s float64) string {
+	switch {
+	case s >= 1:
+		return fmt.Sprintf("%.3f s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3f ms", s*1e3)
+	}
+	return fmt.Sprintf("%.1f µs", s*1e6)
+}

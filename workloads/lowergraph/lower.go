@@ -1,0 +1,363 @@
+// Package lowergraph lowers an op graph (package graph) to one tile-IR
+// kernel: every graph tensor gets an HBM tensor, token-major ([tokens,
+// features], the layout the projections write), each op is planned by its
+// kernel (the GEMM's plan search, the norm, attention and elementwise
+// kernels) and inlined into the one kernel with its op id, and views
+// (reshape, permute, the heads of a projection) cost nothing: they name
+// the same HBM tensor. The scheduler then orders the ops by their data.
+package lowergraph
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/graph"
+	"github.com/trnsim/trnsim/workloads/kernels"
+	"github.com/trnsim/trnsim/workloads/sched"
+	"github.com/trnsim/trnsim/workloads/tile"
+)
+
+// Op is a graph op as lowered: its op id (what reports attribute time to),
+// name, kind, FLOPs and least HBM bytes.
+type Op struct {
+	ID          int32
+	Name, Kind  string
+	FLOPs       int64
+	MinHBMBytes int64
+}
+
+// Result is the lowered graph.
+type Result struct {
+	Kernel *tile.Kernel
+	Ops    []Op
+	// Notes are lowering choices in words (copies a kernel needed, ops
+	// fused).
+	Notes []string
+}
+
+// Error is an op the lowering cannot lower, named as the graph names it.
+type Error struct {
+	Op, Kind, Msg string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (%s): %s", e.Op, e.Kind, e.Msg) }
+
+type lowering struct {
+	g       *graph.Graph
+	tg      *sched.Target
+	k       *tile.Kernel
+	store   map[*graph.Tensor]*tile.Tile
+	names   map[string]int
+	weights map[*graph.Tensor]*tile.Tile // Linear weights, stored [in, out]
+	res     *Result
+	op      *graph.Op
+	id      int32
+	inlined int // kernels inlined so far (their names' prefix)
+}
+
+// Lower lowers g for the target.
+func Lower(g *graph.Graph, tg *sched.Target, name string) (*Result, error) {
+	l := &lowering{g: g, tg: tg, k: tile.New(sanitize(name)), store: map[*graph.Tensor]*tile.Tile{}, names: map[string]int{},
+		weights: map[*graph.Tensor]*tile.Tile{}, res: &Result{}}
+	for _, o := range g.Ops {
+		l.op, l.id = o, int32(o.ID+1)
+		if err := l.lowerOp(o); err != nil {
+			return nil, err
+		}
+		l.res.Ops = append(l.res.Ops, Op{ID: l.id, Name: o.Name, Kind: string(o.Kind), FLOPs: o.FLOPs(), MinHBMBytes: o.MinHBMBytes()})
+	}
+	if err := l.k.Finish(); err != nil {
+		return nil, fmt.Errorf("internal error: the lowered graph: %w", err)
+	}
+	l.res.Kernel = l.k
+	return l.res, nil
+}
+
+func (l *lowering) errf(format string, args ...any) error {
+	return &Error{Op: l.op.Name, Kind: string(l.op.Kind), Msg: fmt.Sprintf(format, args...)}
+}
+
+// sanitize makes a tile name of a module path.
+func sanitize(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r == '_', r >= '0' && r <= '9' && i > 0:
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// unique returns a tile name not used yet.
+func (l *lowering) unique(name string) string {
+	name = sanitize(name)
+	n := l.names[name]
+	l.names[name] = n + 1
+	if n == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s_%d", name, n)
+}
+
+// rowsCols is a tensor's token-major storage: the leading dims as rows,
+// the last as columns.
+func rowsCols(t *graph.Tensor) (int64, int64) {
+	if len(t.Shape) == 1 {
+		return 1, t.Shape[0]
+	}
+	rows := int64(1)
+	for _, d := range t.Shape[:len(t.Shape)-1] {
+		rows *= d
+	}
+	return rows, t.Shape[len(t.Shape)-1]
+}
+
+func tileRole(t *graph.Tensor) tile.Role {
+	switch {
+	case t.Role == graph.Output:
+		return tile.Output
+	case t.Producer == nil:
+		return tile.Input
+	}
+	return tile.Temp
+}
+
+// tensor2D returns t's HBM tensor as [rows, cols].
+func (l *lowering) tensor2D(t *graph.Tensor) *tile.Tile {
+	if s, ok := l.store[t]; ok {
+		return s
+	}
+	r, c := rowsCols(t)
+	s := l.k.Tensor(l.unique(t.Name), t.DType, tileRole(t), r, c)
+	l.store[t] = s
+	return s
+}
+
+// tensor1D returns t's HBM tensor as [elements].
+func (l *lowering) tensor1D(t *graph.Tensor) *tile.Tile {
+	if s, ok := l.store[t]; ok {
+		return s
+	}
+	s := l.k.Tensor(l.unique(t.Name), t.DType, tileRole(t), t.Elements())
+	l.store[t] = s
+	return s
+}
+
+// alias makes out a view of in's storage.
+func (l *lowering) alias(out, in *graph.Tensor) {
+	l.store[out] = l.tensor2D(in)
+}
+
+// inline adds a kernel for the current op.
+func (l *lowering) inline(k *tile.Kernel, bind map[string]*tile.Tile) error {
+	l.inlined++
+	if err := l.k.Root().Inline(k, fmt.Sprintf("op%d_k%d_", l.id, l.inlined), bind); err != nil {
+		return fmt.Errorf("internal error: %s: %w", l.op.Name, err)
+	}
+	return nil
+}
+
+func (l *lowering) lowerOp(o *graph.Op) error {
+	switch o.Kind {
+	case graph.Reshape, graph.Permute:
+		// Views of token-major storage: the heads of a projection
+		// ([b, s, h*d] as [b, h, s, d]) and back. Attention, RoPE and the
+		// cache append read the storage in that layout.
+		l.alias(o.Outputs[0], o.Inputs[0])
+		return nil
+	case graph.Linear:
+		return l.linear(o)
+	case graph.AddOp, graph.MulOp:
+		return l.binary(o)
+	case graph.SiLU, graph.GELU, graph.ReLU, graph.Tanh:
+		return l.unary(o)
+	case graph.SwiGLU:
+		return l.swiglu(o)
+	case graph.Split:
+		return l.split(o)
+	}
+	if f := extraLowerings[o.Kind]; f != nil {
+		return f(l, o)
+	}
+	return l.errf("not lowered yet (lowered: %s)", strings.Join(loweredKinds(), ", "))
+}
+
+// extraLowerings are the kinds lowered in the other files of the package.
+var extraLowerings = map[graph.Kind]func(l *lowering, o *graph.Op) error{}
+
+func loweredKinds() []string {
+	out := []string{"reshape", "permute", "linear", "add", "mul", "silu", "gelu", "relu", "tanh", "swiglu", "split"}
+	for k := range extraLowerings {
+		out = append(out, string(k))
+	}
+	return out
+}
+
+// weightKN is a Linear weight [out, in] stored for the GEMM as [in, out]
+// (the layout a compiler lays weights out in ahead of time). A weight
+// shared with an embedding table (a tied LM head) gets a transposed copy
+// of its own.
+func (l *lowering) weightKN(w *graph.Tensor) *tile.Tile {
+	if s, ok := l.weights[w]; ok {
+		return s
+	}
+	name := w.Name
+	for _, o := range l.g.Ops {
+		if o.Kind == graph.Embedding && o.Inputs[1] == w {
+			name += "_t"
+			l.res.Notes = append(l.res.Notes, fmt.Sprintf("%s: the tied LM head reads a transposed copy of the embedding table", w.Name))
+			break
+		}
+	}
+	s := l.k.Tensor(l.unique(name), w.DType, tile.Input, w.Shape[1], w.Shape[0])
+	l.weights[w] = s
+	return s
+}
+
+func (l *lowering) linear(o *graph.Op) error {
+	x, w, bias := o.Inputs[0], o.Inputs[1], o.Inputs[2]
+	if w.DType != x.DType {
+		return l.errf("weights in %s with activations in %s are not lowered yet (give weights_dtype equal to the activations')", w.DType, x.DType)
+	}
+	m, kd := rowsCols(x)
+	n := w.Shape[0]
+	g := kernels.GEMM{M: m, K: kd, N: n, In: x.DType, Out: x.DType, AMK: true}
+	plan, err := kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
+	if err != nil {
+		return l.errf("%v", err)
+	}
+	k, err := plan.Kernel()
+	if err != nil {
+		return err
+	}
+	out := o.Outputs[0]
+	target := l.tensor2D(out)
+	if bias != nil {
+		// The GEMM writes a temporary; the bias is added as it is copied
+		// out.
+		tmp := l.k.Tensor(l.unique(out.Name+"_nobias"), out.DType, tile.Temp, m, n)
+		if err := l.inline(k, map[string]*tile.Tile{"A": l.tensor2D(x), "B": l.weightKN(w), "C": tmp}); err != nil {
+			return err
+		}
+		return l.biasAdd(tmp, l.tensor2D(bias), target, m, n, out.DType)
+	}
+	return l.inline(k, map[string]*tile.Tile{"A": l.tensor2D(x), "B": l.weightKN(w), "C": target})
+}
+
+// elementwise inlines the elementwise kernel over [rows, cols].
+func (l *lowering) elementwise(e kernels.Elementwise, bind map[string]*tile.Tile) error {
+	plan, err := kernels.PlanElementwise(e, kernels.ElementwiseOptions{OpID: l.id}, l.tg)
+	if err != nil {
+		return l.errf("%v", err)
+	}
+	k, err := plan.Kernel()
+	if err != nil {
+		return err
+	}
+	return l.inline(k, bind)
+}
+
+func (l *lowering) binary(o *graph.Op) error {
+	a, b, out := o.Inputs[0], o.Inputs[1], o.Outputs[0]
+	if a.Elements() != b.Elements() {
+		if len(b.Shape) == 1 && o.Kind == graph.AddOp {
+			r, c := rowsCols(a)
+			return l.biasAdd(l.tensor2D(a), l.tensor2D(b), l.tensor2D(out), r, c, out.DType)
+		}
+		return l.errf("broadcasting %s over %s is not lowered yet", graph.ShapeString(b.Shape), graph.ShapeString(a.Shape))
+	}
+	r, c := rowsCols(out)
+	alu := isa.ALUAdd
+	if o.Kind == graph.MulOp {
+		alu = isa.ALUMultiply
+	}
+	return l.elementwise(kernels.Elementwise{Rows: r, Cols: c, DType: out.DType, ALU: alu, Engine: isa.EngineVector},
+		map[string]*tile.Tile{"X": l.tensor2D(a), "Y": l.store2DAs(b, r, c), "OUT": l.tensor2D(out)})
+}
+
+// store2DAs is t's storage, which must be [rows, cols].
+func (l *lowering) store2DAs(t *graph.Tensor, rows, cols int64) *tile.Tile {
+	return l.tensor2D(t)
+}
+
+var unaryFuncs = map[graph.Kind]isa.ActFunc{graph.SiLU: isa.ActSilu, graph.GELU: isa.ActGelu, graph.ReLU: isa.ActRelu, graph.Tanh: isa.ActTanh}
+
+func (l *lowering) unary(o *graph.Op) error {
+	x, out := o.Inputs[0], o.Outputs[0]
+	f := unaryFuncs[o.Kind]
+	if o.Kind == graph.GELU && o.Attrs.Tanh {
+		f = isa.ActGeluTanh
+	}
+	r, c := rowsCols(out)
+	return l.elementwise(kernels.Elementwise{Rows: r, Cols: c, DType: out.DType, Unary: true, Func: f, Engine: isa.EngineScalar},
+		map[string]*tile.Tile{"X": l.tensor2D(x), "OUT": l.tensor2D(out)})
+}
+
+// swiglu is silu(gate) on ScalarE into a temporary, then times up on
+// VectorE.
+func (l *lowering) swiglu(o *graph.Op) error {
+	gate, up, out := o.Inputs[0], o.Inputs[1], o.Outputs[0]
+	r, c := rowsCols(out)
+	tmp := l.k.Tensor(l.unique(out.Name+"_silu"), out.DType, tile.Temp, r, c)
+	if err := l.elementwise(kernels.Elementwise{Rows: r, Cols: c, DType: out.DType, Unary: true, Func: isa.ActSilu, Engine: isa.EngineScalar},
+		map[string]*tile.Tile{"X": l.tensor2D(gate), "OUT": tmp}); err != nil {
+		return err
+	}
+	return l.elementwise(kernels.Elementwise{Rows: r, Cols: c, DType: out.DType, ALU: isa.ALUMultiply, Engine: isa.EngineVector},
+		map[string]*tile.Tile{"X": tmp, "Y": l.tensor2D(up), "OUT": l.tensor2D(out)})
+}
+
+// split copies each part out: along the last dim, a block of columns;
+// along the sequence of [batch, seq, dim], rows (an LM head's last
+// position, BERT's first token).
+func (l *lowering) split(o *graph.Op) error {
+	x := o.Inputs[0]
+	ax := o.Attrs.Axis
+	src := l.tensor2D(x)
+	switch {
+	case ax == len(x.Shape)-1:
+		rows, _ := rowsCols(x)
+		var c0 int64
+		for i, part := range o.Outputs {
+			n := o.Attrs.Shape[i]
+			if err := l.inline(copyKernel(x.DType, rows, x.Shape[ax], n, copyWindow{rows: rows, rowStep: 1, col0: c0}, l.id), map[string]*tile.Tile{"SRC": src, "DST": l.tensor2D(part)}); err != nil {
+				return err
+			}
+			c0 += n
+		}
+		return nil
+	case len(x.Shape) == 3 && ax == 1:
+		b, s, d := x.Shape[0], x.Shape[1], x.Shape[2]
+		var s0 int64
+		for i, part := range o.Outputs {
+			n := o.Attrs.Shape[i]
+			if n == 1 || len(o.Outputs) == 1 {
+				// One position of each sequence: rows s0, s0+s, ...
+				if err := l.inline(copyKernel(x.DType, b*s, d, d, copyWindow{rows: b, row0: s0, rowStep: s}, l.id), map[string]*tile.Tile{"SRC": src, "DST": l.tensor2D(part)}); err != nil {
+					return err
+				}
+			} else if l.used(part) {
+				return l.errf("a part of %d positions is not lowered yet", n)
+			}
+			s0 += n
+		}
+		return nil
+	}
+	return l.errf("a split along dim %d of %s is not lowered yet", ax, graph.ShapeString(x.Shape))
+}
+
+// used reports whether some op reads t.
+func (l *lowering) used(t *graph.Tensor) bool {
+	for _, o := range l.g.Ops {
+		for _, in := range o.Inputs {
+			if in == t {
+				return true
+			}
+		}
+	}
+	return t.Role == graph.Output
+}

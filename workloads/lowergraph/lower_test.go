@@ -1,0 +1,81 @@
+package lowergraph_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/chip"
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads"
+	"github.com/trnsim/trnsim/workloads/graph"
+	"github.com/trnsim/trnsim/workloads/lowergraph"
+	"github.com/trnsim/trnsim/workloads/nn"
+	"github.com/trnsim/trnsim/workloads/sched"
+)
+
+// run lowers g, schedules it and simulates it with the race check on.
+func run(t *testing.T, g *graph.Graph, preset string) (*chip.Result, *lowergraph.Result) {
+	t.Helper()
+	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + preset}})
+	require.NoError(t, err)
+	tg := workloads.Target(cfg)
+	res, err := lowergraph.Lower(g, tg, "test")
+	require.NoError(t, err)
+	p, err := sched.Compile(res.Kernel, tg, sched.Options{DGEAuto: true})
+	require.NoError(t, err)
+	out, err := chip.Run(cfg, p.Program, chip.Options{})
+	require.NoError(t, err)
+	return out, res
+}
+
+// An MLP block with a bias, a residual and the last position's head
+// lowers into one program whose matmuls do exactly the graph's FLOPs.
+func TestMLPBlockLowers(t *testing.T) {
+	for _, preset := range []string{"trn1", "inf2", "trn2", "trn3"} {
+		for _, shape := range [][3]int64{{1, 300, 256}, {2, 1, 512}} {
+			t.Run(preset, func(t *testing.T) {
+				b := graph.NewBuilder()
+				batch, seq, hid := shape[0], shape[1], shape[2]
+				x := b.Input("x", []int64{batch, seq, hid}, isa.BF16)
+				mlp := nn.NewMLP(b, nn.MLPConfig{Hidden: hid, Intermediate: 3 * hid, Gated: true, Act: nn.ActSiLU, GateName: "gate", UpName: "up", DownName: "down"}, isa.BF16, isa.BF16)
+				h := mlp.Forward(b, x)
+				y := b.Add(graph.AddOp, "residual", graph.Attrs{}, x, h)
+				if seq > 1 {
+					y = b.AddMulti(graph.Split, "last", graph.Attrs{Axis: 1, Shape: []int64{seq - 1, 1}}, y)[1]
+				}
+				head := nn.NewLinear(b, "head", hid, 1000, true, isa.BF16, isa.BF16)
+				b.Output(head.Forward(b, y))
+				g, err := b.Graph()
+				require.NoError(t, err)
+				res, low := run(t, g, preset)
+				var linearFLOPs int64
+				for _, o := range g.Ops {
+					if o.Kind == graph.Linear {
+						w := o.Inputs[1]
+						rows := o.Inputs[0].Elements() / w.Shape[1]
+						linearFLOPs += 2 * rows * w.Shape[0] * w.Shape[1]
+					}
+				}
+				tensor := res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs
+				assert.InDelta(t, float64(linearFLOPs), tensor, 1, "the matmuls cover every Linear once")
+				assert.Len(t, low.Ops, len(g.Ops))
+			})
+		}
+	}
+}
+
+// An op the lowering does not have yet is one error naming it.
+func TestUnloweredOpIsNamed(t *testing.T) {
+	b := graph.NewBuilder()
+	x := b.Input("x", []int64{4, 8}, isa.BF16)
+	b.Output(b.AddMulti(graph.TopK, "router.topk", graph.Attrs{TopK: 2}, x)[0])
+	g, err := b.Graph()
+	require.NoError(t, err)
+	cfg, err := configs.LoadDefault(configs.LoadOptions{})
+	require.NoError(t, err)
+	_, err = lowergraph.Lower(g, workloads.Target(cfg), "t")
+	assert.ErrorContains(t, err, "router.topk (topk): not lowered yet")
+}

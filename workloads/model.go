@@ -1,0 +1,200 @@
+package workloads
+
+import (
+	"fmt"
+
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/graph"
+	"github.com/trnsim/trnsim/workloads/lowergraph"
+	"github.com/trnsim/trnsim/workloads/nn"
+	"github.com/trnsim/trnsim/workloads/zoo"
+)
+
+// ModelInfo is what a model run reports beyond a kernel's: the pass
+// simulated and the memory it needs.
+type ModelInfo struct {
+	// Model names the model; Family its architecture family.
+	Model, Family string
+	// Mode is prefill or decode; Batch, Seq (new tokens per sequence in the
+	// pass simulated), Past (KV positions before it) and Tokens (decode:
+	// tokens generated) describe it.
+	Mode                     string
+	Batch, Seq, Past, Tokens int64
+	// Layers simulated of LayersTotal.
+	Layers, LayersTotal int64
+	// Params counts the model's parameters; MatmulParams those that take
+	// part in a matmul (the embedding gather excluded, a tied head
+	// included): MFU's N.
+	Params, MatmulParams int64
+	// WeightBytes, KVCacheBytes and ActivationBytes are the footprint of
+	// what is simulated; FullWeightBytes and FullKVCacheBytes the whole
+	// model's. HBMCapacityBytes is one core's share of the chip's HBM.
+	WeightBytes, KVCacheBytes, ActivationBytes int64
+	FullWeightBytes, FullKVCacheBytes          int64
+	HBMCapacityBytes                           int64
+	// AttentionFLOPs are the scores and values of the pass's attention
+	// (the pairs a causal mask keeps).
+	AttentionFLOPs int64
+	// WeightReadBytes and KVReadBytes are the bytes of weights and cache
+	// one pass reads at least (MBU's numerator).
+	WeightReadBytes, KVReadBytes int64
+}
+
+// modelFit blames what does not fit on the model fields.
+var modelFit = map[isa.Memory][]string{
+	isa.MemSBUF: {"hardware.core.sbuf.partition_kib", "workload.model.batch", "workload.model.seq"},
+	isa.MemPSUM: {"hardware.core.psum.partition_kib", "hardware.core.psum.banks"},
+	isa.MemHBM:  {"workload.model.layers", "workload.model.batch", "workload.model.context", "workload.model.seq", "hardware.chip.hbm.stack_gib"},
+}
+
+// ModelConfig resolves the model a config names.
+func ModelConfig(cfg *configs.RunConfig) (*zoo.Config, error) {
+	m := cfg.Workload.Model
+	if m.Name != "" {
+		c, err := zoo.Get(m.Name)
+		if err != nil {
+			return nil, cfg.FieldError("workload.model.name", "%v", err)
+		}
+		return c, nil
+	}
+	c, err := zoo.Load(m.HFConfig)
+	if err != nil {
+		return nil, cfg.FieldError("workload.model.hf_config", "%v", err)
+	}
+	return c, nil
+}
+
+// modelPass is the pass a model config simulates.
+func modelPass(m *configs.ModelWorkload) nn.Pass {
+	p := nn.Pass{Batch: m.Batch, Seq: m.Seq, ActDType: isa.BF16, KVCache: true}
+	if m.Mode == "decode" {
+		p.Seq, p.Past = 1, m.Context
+	}
+	return p
+}
+
+func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+	m := cfg.Workload.Model
+	c, err := ModelConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	wdt, _ := isa.ParseDType(m.WeightsDType)
+	if wdt != isa.BF16 {
+		return nil, nil, cfg.FieldError("workload.model.weights_dtype", "%s weights are not lowered yet (bf16 is)", m.WeightsDType)
+	}
+	if m.Layers > c.Layers {
+		return nil, nil, cfg.FieldError("workload.model.layers", "%d is more than the model's %d layers", m.Layers, c.Layers)
+	}
+	pass := modelPass(m)
+	g, err := c.Build(zoo.BuildOptions{Pass: pass, Layers: m.Layers, WeightDType: wdt})
+	if err != nil {
+		return nil, nil, cfg.FieldError("workload.model", "%v", err)
+	}
+	mi, err := modelInfo(cfg, c, g, pass)
+	if err != nil {
+		return nil, nil, err
+	}
+	if need := mi.WeightBytes + mi.KVCacheBytes + mi.ActivationBytes; need > mi.HBMCapacityBytes {
+		field := "workload.model.layers"
+		if m.Layers == 0 {
+			field = "workload.model"
+		}
+		return nil, nil, cfg.FieldError(field, "the model does not fit one NeuronCore's HBM: %s of weights, KV cache and activations against %s (%s over; multi-core plans come with the chips issue)",
+			sizeGiB(need), sizeGiB(mi.HBMCapacityBytes), sizeGiB(need-mi.HBMCapacityBytes))
+	}
+	tg := Target(cfg)
+	name := cfg.Workload.Name
+	if name == "" {
+		name = fmt.Sprintf("%s %s", c.Name, m.Mode)
+	}
+	res, err := lowergraph.Lower(g, tg, "model")
+	if err != nil {
+		return nil, nil, cfg.FieldError("workload.model", "%v", err)
+	}
+	p, err := compile(cfg, res.Kernel, modelFit)
+	if err != nil {
+		return nil, nil, err
+	}
+	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(g.FLOPs()), MinHBMBytes: g.MinHBMBytes(),
+		Model: mi, Notes: res.Notes, Choices: []Choice{queueChoice(cfg)}}
+	info.Shape = []Dim{{"batch", pass.Batch}, {"seq", pass.Seq}, {"past", pass.Past}, {"layers", mi.Layers}}
+	for _, o := range res.Ops {
+		info.Ops = append(info.Ops, Op{ID: o.ID, Name: o.Name, Kind: o.Kind, FLOPs: float64(o.FLOPs)})
+	}
+	if mi.Layers < mi.LayersTotal {
+		info.Notes = append(info.Notes, fmt.Sprintf("%d of the model's %d layers simulated (plus the embedding and the head); every figure is for those", mi.Layers, mi.LayersTotal))
+		if full := mi.FullWeightBytes + mi.FullKVCacheBytes; full > mi.HBMCapacityBytes {
+			info.Notes = append(info.Notes, fmt.Sprintf("warning: the whole model does not fit one NeuronCore's HBM (%s against %s)", sizeGiB(full), sizeGiB(mi.HBMCapacityBytes)))
+		}
+	}
+	if m.Mode == "decode" && m.Tokens > 1 {
+		info.Notes = append(info.Notes, fmt.Sprintf("decode: the step at context %d is simulated; the %d tokens are reported at its time per token (the KV cache grows %.1f%% over them, not simulated)",
+			m.Context, m.Tokens, 100*float64(m.Tokens)/float64(m.Context)))
+	}
+	return p.Program, info, nil
+}
+
+// modelInfo counts the model's parameters and footprint.
+func modelInfo(cfg *configs.RunConfig, c *zoo.Config, g *graph.Graph, pass nn.Pass) (*ModelInfo, error) {
+	m := cfg.Workload.Model
+	mi := &ModelInfo{Model: c.Name, Family: c.Family, Mode: m.Mode, Batch: pass.Batch, Seq: pass.Seq, Past: pass.Past, Tokens: m.Tokens,
+		Layers: m.Layers, LayersTotal: c.Layers}
+	if mi.Layers == 0 {
+		mi.Layers = c.Layers
+	}
+	total, _, err := c.Params()
+	if err != nil {
+		return nil, cfg.FieldError("workload.model", "%v", err)
+	}
+	mi.Params = total
+	h := &cfg.Hardware
+	mi.HBMCapacityBytes = h.HBMBytesPerChip() / int64(max(h.Chip.Cores, 1))
+	matmul := map[*graph.Tensor]bool{}
+	for _, o := range g.Ops {
+		switch o.Kind {
+		case graph.Linear, graph.MoEExperts:
+			for _, t := range o.Inputs {
+				if t != nil && t.Role == graph.Parameter {
+					matmul[t] = true
+				}
+			}
+		case graph.SDPA:
+			q, v := o.Inputs[0], o.Inputs[2]
+			mi.AttentionFLOPs += q.Shape[0] * q.Shape[1] * o.Pairs() * 2 * (q.Shape[3] + v.Shape[3])
+		}
+	}
+	for _, t := range g.Tensors {
+		switch t.Role {
+		case graph.Parameter:
+			mi.WeightBytes += t.Bytes()
+			if matmul[t] {
+				mi.MatmulParams += t.Elements()
+			}
+		case graph.KVCache:
+			if t.Producer != nil { // the cache after the pass's append
+				mi.KVCacheBytes += t.Bytes()
+			}
+		case graph.Activation, graph.Input, graph.Output:
+			mi.ActivationBytes += t.Bytes()
+		}
+	}
+	for t := range matmul {
+		mi.WeightReadBytes += t.Bytes()
+	}
+	for _, t := range g.Tensors {
+		if t.Role == graph.KVCache && t.Producer == nil {
+			mi.KVReadBytes += t.Bytes()
+		}
+	}
+	// The whole model: its weights, and its cache at the pass's end for
+	// every layer.
+	perLayerKV := mi.KVCacheBytes
+	if mi.Layers > 0 {
+		perLayerKV /= mi.Layers
+	}
+	mi.FullWeightBytes = total * int64(isa.BF16.Bytes())
+	mi.FullKVCacheBytes = perLayerKV * c.Layers
+	return mi, nil
+}

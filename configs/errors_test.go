@@ -825,3 +825,25 @@ func TestLoadErrorsMissingFile(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, bad+":1:20: hardware.preset: unknown preset \"trn9\" (presets: inf2, trn1, trn2, trn3)", err.Error())
 }
+
+func TestModelWorkloadErrors(t *testing.T) {
+	model := func(fields string) string {
+		return "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {" + fields + "}\n"
+	}
+	runErrCases(t, []errCase{
+		{"no model", model("mode: prefill, seq: 8"), nil, "test.yaml:4:10: workload.model.name: required (a zoo model, see trnsim models; or give hf_config: a config.json)"},
+		{"both", model("name: gpt2, hf_config: c.json, mode: prefill, seq: 8"), nil, "test.yaml:4:34: workload.model.hf_config: give name or hf_config, not both"},
+		{"missing config.json", model("hf_config: nope.json, mode: prefill, seq: 8"), nil, "test.yaml:4:22: workload.model.hf_config: nope.json: no such file"},
+		{"no mode", model("name: gpt2"), nil, "test.yaml:4:10: workload.model.mode: required (prefill or decode)"},
+		{"bad mode", model("name: gpt2, mode: generate"), nil, "test.yaml:4:29: workload.model.mode: must be prefill or decode, got \"generate\""},
+		{"train", model("name: gpt2, mode: train"), nil, "test.yaml:4:29: workload.model.mode: train comes with the training issue; modes: prefill, decode"},
+		{"prefill without seq", model("name: gpt2, mode: prefill"), nil, "test.yaml:4:10: workload.model.seq: required (the prompt length)"},
+		{"prefill with context", model("name: gpt2, mode: prefill, seq: 8, context: 4"), nil, "test.yaml:4:55: workload.model.context: is for decode; prefill reads seq"},
+		{"decode without context", model("name: gpt2, mode: decode"), nil, "test.yaml:4:10: workload.model.context: required (the KV-cache length when decoding starts)"},
+		{"decode with seq", model("name: gpt2, mode: decode, context: 8, seq: 4"), nil, "test.yaml:4:54: workload.model.seq: is for prefill; decode reads context and tokens"},
+		{"negative batch", model("name: gpt2, mode: decode, context: 8, batch: -1"), nil, "test.yaml:4:56: workload.model.batch: must not be negative, got -1"},
+		{"weights dtype", model("name: gpt2, mode: decode, context: 8, weights_dtype: fp4"), nil, "test.yaml:4:64: workload.model.weights_dtype: must be bf16, fp8e4 or int8, got \"fp4\""},
+		{"unknown field", model("name: gpt2, mode: decode, context: 8, heads: 4"), nil, "test.yaml:4:49: workload.model.heads: unknown field (known fields of workload.model: batch, context, hf_config, layers, mode, name, seq, tokens, weights_dtype)"},
+		{"lowering field not read", "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: gpt2, mode: decode, context: 8}\n  lowering: {block_m: 256}\n", nil, "test.yaml:5:23: workload.lowering.block_m: model workloads do not read it (it reads dge, dma_queues)"},
+	})
+}

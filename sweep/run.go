@@ -82,7 +82,7 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 }
 
 // pointHash is the hash of a point's resolved config with the files it
-// reads (a tile kernel, an assembly program) replaced by the hash of their
+// reads (a tile kernel, an assembly program, a model's config.json) replaced by the hash of their
 // contents, so that shards run from different folders agree.
 func pointHash(cfg *configs.RunConfig) (string, error) {
 	c := *cfg
@@ -110,6 +110,14 @@ func pointHash(cfg *configs.RunConfig) (string, error) {
 			return "", err
 		}
 		ac.File, w.Assembly = h, &ac
+	}
+	if m := w.Model; m != nil && m.HFConfig != "" {
+		mc := *m
+		h, err := content(m.HFConfig)
+		if err != nil {
+			return "", err
+		}
+		mc.HFConfig, w.Model = h, &mc
 	}
 	c.Workload = w
 	return report.ConfigHash(&c), nil

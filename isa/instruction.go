@@ -127,11 +127,8 @@ func (b *Body) MainInput() *AccessPattern {
 // HBMAP returns operand op's access pattern as this instruction executes
 // it: for an HBM operand, with the instruction's HBMOffset added.
 func (in *Instruction) HBMAP(op *Operand) AccessPattern {
-	ap := op.AP
-	if ap.Mem == MemHBM && in.HBMOffset != 0 {
-		ap.Offset += in.HBMOffset
-		ap.spanLo += in.HBMOffset
-		ap.spanHi += in.HBMOffset
+	if op.AP.Mem == MemHBM && in.HBMOffset != 0 {
+		return op.AP.Shifted(in.HBMOffset)
 	}
-	return ap
+	return op.AP
 }

@@ -47,6 +47,14 @@ func (a *AccessPattern) seal() {
 	a.spanOK = true
 }
 
+// Shifted returns the pattern moved by bytes (its cached span too).
+func (a AccessPattern) Shifted(bytes int64) AccessPattern {
+	a.Offset += bytes
+	a.spanLo += bytes
+	a.spanHi += bytes
+	return a
+}
+
 // FreeSize returns the number of elements per partition (N in the cost
 // formulas).
 func (a *AccessPattern) FreeSize() int64 {

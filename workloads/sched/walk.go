@@ -696,7 +696,7 @@ func (w *walk) collect(oi *opInfo, ci int, meta *bodyMeta) {
 	}
 	for i := range meta.hbm {
 		h := &meta.hbm[i]
-		reg := w.region(h, &w.accs[h.acc])
+		reg := w.region(meta, h, &w.accs[h.acc])
 		w.tr.regionConflicts(h.idx, &reg, h.write, &w.deps)
 	}
 	for _, a := range oi.op.After {
@@ -710,9 +710,15 @@ func (w *walk) collect(oi *opInfo, ci int, meta *bodyMeta) {
 // spanCore returns the core index of a span's memory.
 func (w *walk) spanCore(sp *isa.Span) int { return w.c.slotOf(int(sp.Core)) }
 
-func (w *walk) region(h *hbmOperand, ae *accEval) isa.Region {
+// region is the HBM region an operand of the instance touches. A shared
+// body's HBM operand sits at its tensor's start and moves by the
+// instance's offset; any other body's operands (a transfer between two
+// HBM tensors) already hold their own offsets.
+func (w *walk) region(meta *bodyMeta, h *hbmOperand, ae *accEval) isa.Region {
 	ap := h.op.AP
-	ap.Offset += ae.hbmOff
+	if meta.sharedHBM {
+		ap = ap.Shifted(ae.hbmOff)
+	}
 	return isa.RegionOf(h.buf, h.idx, &ap)
 }
 
@@ -728,7 +734,7 @@ func (w *walk) record(ci int, meta *bodyMeta, stream int32, pos int64, est float
 	}
 	for i := range meta.hbm {
 		h := &meta.hbm[i]
-		reg := w.region(h, &w.accs[h.acc])
+		reg := w.region(meta, h, &w.accs[h.acc])
 		w.tr.recordRegion(h.idx, &reg, h.write, stream, pos, est)
 	}
 }

@@ -1,0 +1,147 @@
+package workloads
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/chip"
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/kernels"
+	"github.com/trnsim/trnsim/workloads/sched"
+)
+
+// attnRun is one simulated attention kernel and the figures the tests
+// compare.
+type attnRun struct {
+	plan *kernels.AttentionPlan
+	res  *chip.Result
+	// simNs is the simulated time; flopNs the non-masked matmul FLOPs at
+	// TensorE's peak for the dtype; dmaNs the bytes of Q, K, V and O at
+	// the core's DMA bandwidth.
+	simNs, flopNs, dmaNs float64
+	// busyNs is each engine's busy time.
+	busyNs [isa.NumEngines]float64
+}
+
+// tensorPeakFLOPs is one core's TensorE peak for a dtype: a 128x128 array
+// of multiply-accumulates per cycle, FP32 at the preset's rate.
+func tensorPeakFLOPs(cfg *configs.RunConfig, dt isa.DType) float64 {
+	t := &cfg.Hardware.Core.Tensor
+	peak := 2 * float64(t.ArrayRows*t.ArrayCols) * t.ClockGHz * 1e9
+	if dt == isa.FP32 {
+		peak *= t.FP32Rate
+	}
+	return peak
+}
+
+func runAttention(t *testing.T, preset string, a kernels.Attention) *attnRun {
+	t.Helper()
+	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + preset}})
+	require.NoError(t, err)
+	tg := Target(cfg)
+	plan, err := kernels.PlanAttention(a, kernels.AttentionOptions{OpID: 1}, tg)
+	require.NoError(t, err)
+	k, err := plan.Kernel()
+	require.NoError(t, err)
+	p, err := sched.Compile(k, tg, sched.Options{DGEAuto: true})
+	require.NoError(t, err)
+	res, err := chip.Run(cfg, p.Program, chip.Options{}) // race check on
+	require.NoError(t, err, "the kernel runs without a data race")
+	r := &attnRun{plan: plan, res: res, simNs: res.SimTime.Nanoseconds()}
+	core := &res.Chips[0].Cores[0]
+	for e := range core.Engines {
+		r.busyNs[e] = core.Engines[e].Busy.Nanoseconds()
+	}
+	r.flopNs = a.FLOPs() / tensorPeakFLOPs(cfg, a.DType) * 1e9
+	eb := float64(a.DType.Bytes())
+	tk := a.Past + a.Seq
+	bytes := eb * float64(a.HeadDim) * float64(a.Batch) * (2*float64(a.Seq*a.QHeads) + 2*float64(tk*a.KVHeads))
+	dmaGBps := float64(cfg.Hardware.Core.DMA.Engines) * cfg.Hardware.Core.DMA.EngineBandwidthGBps
+	r.dmaNs = bytes / dmaGBps
+	return r
+}
+
+// bound returns the engine with the most busy time.
+func (r *attnRun) bound() (isa.Engine, float64) {
+	best := isa.EngineTensor
+	for e := range r.busyNs {
+		if r.busyNs[e] > r.busyNs[best] {
+			best = isa.Engine(e)
+		}
+	}
+	return best, r.busyNs[best]
+}
+
+func (r *attnRun) String() string {
+	e, _ := r.bound()
+	return fmt.Sprintf("sim %.1f us, FLOP bound %.1f us (x%.2f), DMA bound %.1f us; busy tensor %.1f vector %.1f scalar %.1f gpsimd %.1f us (most: %s); plan %v",
+		r.simNs/1e3, r.flopNs/1e3, r.simNs/r.flopNs, r.dmaNs/1e3, r.busyNs[isa.EngineTensor]/1e3, r.busyNs[isa.EngineVector]/1e3,
+		r.busyNs[isa.EngineScalar]/1e3, r.busyNs[isa.EngineGpSimd]/1e3, e, r.plan.Choices())
+}
+
+func attnPrefill(seq, qh, kvh, d int64) kernels.Attention {
+	return kernels.Attention{Batch: 1, QHeads: qh, KVHeads: kvh, HeadDim: d, Seq: seq, Causal: true, DType: isa.BF16}
+}
+
+func attnDecode(batch, seq, past, qh, kvh, d int64) kernels.Attention {
+	return kernels.Attention{Batch: batch, QHeads: qh, KVHeads: kvh, HeadDim: d, Seq: seq, Past: past, Causal: true, DType: isa.BF16}
+}
+
+func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
+	fp32 := attnPrefill(128, 32, 8, 64)
+	fp32.DType = isa.FP32
+	window := attnPrefill(300, 32, 8, 128)
+	window.Window = 128
+	windowDecode := attnDecode(2, 1, 1000, 32, 8, 64)
+	windowDecode.Window = 256
+	cases := []struct {
+		name   string
+		preset string
+		a      kernels.Attention
+	}{
+		{"prefill 128 gqa d128", "trn2", attnPrefill(128, 32, 8, 128)},
+		{"prefill 300 gqa d128", "trn2", attnPrefill(300, 32, 8, 128)},
+		{"prefill 2048 gqa d128", "trn2", attnPrefill(2048, 32, 8, 128)},
+		{"prefill 300 mha d64", "trn1", attnPrefill(300, 12, 12, 64)},
+		{"prefill 128 gqa d64 fp32", "inf2", fp32},
+		{"prefill 300 gqa d128 window 128", "trn3", window},
+		{"decode past 255 gqa d128", "trn2", attnDecode(1, 1, 255, 32, 8, 128)},
+		{"decode past 2047 batch 4 gqa d128", "trn2", attnDecode(4, 1, 2047, 32, 8, 128)},
+		{"decode seq 4 past 255 gqa d128", "trn2", attnDecode(1, 4, 255, 32, 8, 128)},
+		{"decode past 255 mha d64", "trn1", attnDecode(1, 1, 255, 12, 12, 64)},
+		{"decode past 2047 batch 4 mha d64", "inf2", attnDecode(4, 1, 2047, 12, 12, 64)},
+		{"decode past 2047 batch 4 gqa d128", "trn3", attnDecode(4, 1, 2047, 32, 8, 128)},
+		{"decode past 1000 batch 2 window 256 d64", "trn3", windowDecode},
+	}
+	for _, tc := range cases {
+		t.Run(tc.preset+" "+tc.name, func(t *testing.T) {
+			r := runAttention(t, tc.preset, tc.a)
+			t.Logf("%s %s: %s", tc.preset, tc.name, r)
+			assert.GreaterOrEqual(t, r.simNs, r.flopNs, "no faster than TensorE's peak on the non-masked FLOPs")
+			assert.GreaterOrEqual(t, r.simNs, r.dmaNs, "no faster than Q, K, V and O at the DMA bandwidth")
+			assert.GreaterOrEqual(t, r.res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, tc.a.FLOPs(), "the matmuls cover every non-masked score")
+		})
+	}
+}
+
+func TestAttentionSkipsMaskedBlocks(t *testing.T) {
+	causal := attnPrefill(2048, 32, 8, 128)
+	full := causal
+	full.Causal = false
+	rc := runAttention(t, "trn2", causal)
+	rf := runAttention(t, "trn2", full)
+	ratio := rc.busyNs[isa.EngineTensor] / rf.busyNs[isa.EngineTensor]
+	e, _ := rc.bound()
+	t.Logf("trn2 BF16 attention, 32/8 heads, head dim 128, seq 2048: causal %s", rc)
+	t.Logf("non-causal %s", rf)
+	t.Logf("causal: simulated time / (non-masked FLOPs at TensorE's BF16 peak) = %.2f (target <= 2), busiest engine %s; TensorE busy causal/non-causal %.2f",
+		rc.simNs/rc.flopNs, e, ratio)
+	assert.Less(t, ratio, 0.65, "a causal prefill computes only the blocks the mask keeps")
+	fc := rc.res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs
+	ff := rf.res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs
+	assert.Less(t, fc, 0.6*ff)
+}

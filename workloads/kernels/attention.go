@@ -1,0 +1,515 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/sched"
+	. "github.com/trnsim/trnsim/workloads/tile"
+)
+
+// Attention is scaled dot-product attention for transformer inference,
+// O = softmax(Scale * Q K^T + mask) V, per batch element and query head,
+// with grouped-query heads and a KV cache.
+//
+// The tensors are token-major, as the projections write them: Q and O are
+// [Batch*Seq, QHeads*HeadDim] (row b*Seq+s is query s of sequence b; head
+// h is columns [h*HeadDim, (h+1)*HeadDim)); K and V are
+// [Batch*T, KVHeads*HeadDim] with T = Past+Seq (the KV cache with the new
+// entries already appended; row b*T+t is key t of sequence b). Query head
+// h uses KV head h / (QHeads/KVHeads).
+type Attention struct {
+	Batch, QHeads, KVHeads, HeadDim, Seq, Past int64
+	// Causal: query s (absolute position Past+s) sees keys t <= Past+s.
+	Causal bool
+	// Window > 0 also limits query s to keys t > Past+s-Window.
+	Window int64
+	DType  isa.DType
+	// Scale multiplies the scores (0: 1/sqrt(HeadDim)).
+	Scale float64
+}
+
+// AttentionOptions are the attention kernel's choices (0: chosen).
+type AttentionOptions struct {
+	// Buffers is the depth of the Q, K and V buffering.
+	Buffers int64
+	OpID    int32
+}
+
+// AttentionPlan is a resolved attention lowering.
+type AttentionPlan struct {
+	A Attention
+	// T is the number of keys per sequence (Past+Seq).
+	T int64
+	// QB is the queries of one sequence in a query block, Pack the query
+	// heads of one KV group stacked in it (rows QB*Pack <= 128; Pack > 1
+	// for decode, where Seq alone would leave the PE array mostly idle).
+	QB, Pack int64
+	// Lanes is how many query blocks (of consecutive head packs) the key
+	// loop carries together, so that one block's softmax overlaps
+	// another's matmuls; KVSlots the KV heads those lanes read.
+	Lanes, KVSlots int64
+	// KB is the keys of a key block (one PSUM bank of FP32 scores).
+	KB int64
+	// NBuf is the depth of the Q, K and V buffering.
+	NBuf  int64
+	scale float64
+	// sdt is the dtype of the scores in PSUM.
+	sdt  isa.DType
+	auto map[string]bool
+	opID int32
+}
+
+// attnNeg is the additive mask: finite, so a row that a block masks
+// entirely still has a finite maximum, and exp of it underflows to 0.
+const attnNeg = -30000.0
+
+// PlanAttention checks the problem and chooses the blocking.
+func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*AttentionPlan, error) {
+	lim := tg.Limits
+	switch {
+	case a.Batch < 1 || a.QHeads < 1 || a.KVHeads < 1 || a.HeadDim < 1 || a.Seq < 1 || a.Past < 0 || a.Window < 0:
+		return nil, &ShapeError{Dim: "attention", Msg: fmt.Sprintf("batch %d, heads %d/%d, head_dim %d, seq %d, past %d, window %d: sizes must be positive (past and window non-negative)",
+			a.Batch, a.QHeads, a.KVHeads, a.HeadDim, a.Seq, a.Past, a.Window)}
+	case a.QHeads%a.KVHeads != 0:
+		return nil, &ShapeError{Dim: "heads", Msg: fmt.Sprintf("%d query heads are not a multiple of %d KV heads", a.QHeads, a.KVHeads)}
+	case a.HeadDim > int64(lim.ArrayRows) || a.HeadDim > 128:
+		return nil, &ShapeError{Dim: "head_dim", Msg: fmt.Sprintf("%d exceeds the %d rows of the PE array", a.HeadDim, min(lim.ArrayRows, 128))}
+	case a.DType.Bytes() != 2 && a.DType.Bytes() != 4 || !a.DType.IsFloat():
+		return nil, optErr("dtype", "attention takes 2- and 4-byte float dtypes (dma_transpose), not %s", a.DType)
+	}
+	if lim.ArrayRows < 128 || lim.ArrayCols < 128 || lim.Partitions < 128 {
+		return nil, optErr("array", "attention tiles for a 128x128 array over 128 partitions; this hardware has %dx%d over %d", lim.ArrayRows, lim.ArrayCols, lim.Partitions)
+	}
+	p := &AttentionPlan{A: a, T: a.Past + a.Seq, NBuf: o.Buffers, auto: map[string]bool{}, opID: o.OpID, scale: a.Scale}
+	p.sdt = isa.FP32
+	if attnHalfScores && a.DType.IsHalf() {
+		p.sdt = a.DType
+	}
+	if p.scale == 0 {
+		p.scale = 1 / math.Sqrt(float64(a.HeadDim))
+	}
+	if p.NBuf == 0 {
+		p.NBuf = 2
+		p.auto["buffers"] = true
+	}
+	eb := int64(a.DType.Bytes())
+	d := a.HeadDim
+	if err := checkHBM("attention", tg, hbmTensor{"Q", a.DType, []int64{a.Batch * a.Seq, a.QHeads * d}},
+		hbmTensor{"K", a.DType, []int64{a.Batch * p.T, a.KVHeads * d}}, hbmTensor{"V", a.DType, []int64{a.Batch * p.T, a.KVHeads * d}},
+		hbmTensor{"O", a.DType, []int64{a.Batch * a.Seq, a.QHeads * d}}); err != nil {
+		return nil, err
+	}
+	g := a.QHeads / a.KVHeads
+	// Stack the heads of a KV group while one sequence's queries leave
+	// rows free.
+	p.Pack = 1
+	if a.Seq < 128 {
+		for c := g; c >= 1; c-- {
+			if g%c == 0 && c*a.Seq <= 128 {
+				p.Pack = c
+				break
+			}
+		}
+	}
+	p.QB = min(a.Seq, 128/p.Pack)
+	// Lanes: up to 4 packs whose KV heads are one, or whole KV heads each.
+	packs := a.QHeads / p.Pack
+	p.Lanes = 1
+	for _, l := range []int64{4, 2} {
+		if packs%l == 0 && (g%(l*p.Pack) == 0 || (l*p.Pack)%g == 0) {
+			p.Lanes = l
+			break
+		}
+	}
+	p.KVSlots = max(1, p.Lanes*p.Pack/g)
+	p.KB = min(512, lim.PSUMBankBytes()/4, int64(lim.MovingFreeMax))
+	p.KB = p.KB / 128 * 128
+	if p.KB < 128 {
+		return nil, optErr("psum", "a PSUM bank of %d bytes holds fewer than 128 FP32 scores", lim.PSUMBankBytes())
+	}
+	// PSUM per lane: the scores (a bank), the transposed probabilities
+	// and the P V partial product (1 KiB).
+	perLane := roundUp(p.KB*int64(p.sdt.Bytes()), lim.PSUMBankBytes()) + p.KB*eb + 1024
+	for p.Lanes > 1 && p.Lanes*perLane > lim.PSUMPartitionBytes {
+		p.Lanes /= 2
+		p.KVSlots = max(1, p.Lanes*p.Pack/g)
+	}
+	if p.Lanes*perLane > lim.PSUMPartitionBytes {
+		return nil, &sched.FitError{Kernel: "attention", Tile: "the scores, probabilities and output of a query block", Mem: isa.MemPSUM,
+			Needed: perLane, Available: lim.PSUMPartitionBytes}
+	}
+	if need := p.sbufBytes(); need > lim.SBUFPartitionBytes {
+		return nil, &sched.FitError{Kernel: "attention", Tile: "the K and V of a head group", Mem: isa.MemSBUF, Needed: need, Available: lim.SBUFPartitionBytes}
+	}
+	return p, nil
+}
+
+// sbufBytes is the SBUF a plan needs per partition, every slot rounded to
+// 64 bytes as the scheduler places it.
+func (p *AttentionPlan) sbufBytes() int64 {
+	a := p.A
+	eb := int64(a.DType.Bytes())
+	s := func(b int64) int64 { return roundUp(b, 64) }
+	rows := p.QB * p.Pack
+	nT := ceilDiv(p.T, 128)
+	kv := mul(p.NBuf, add(s(mul(p.KVSlots, p.T, eb)), s(mul(p.KVSlots, nT, a.HeadDim+1, eb))))
+	masks := 3 * s((128+p.QB)*4)
+	perLane := add(mul(p.NBuf, s(rows*eb)), 2*s(8), 2*s((a.HeadDim+1)*4), // Q^T, m, O
+		2*3*s(4), 2*s(p.KB*eb), 2*s(p.KB*eb), s(4), s(a.HeadDim*eb)) // stats, P, P^T, 1/l, out
+	return add(kv, masks, mul(p.Lanes, perLane))
+}
+
+// Choices lists the resolved options.
+func (p *AttentionPlan) Choices() []Choice {
+	return []Choice{{Name: "buffers", Value: p.NBuf, Auto: p.auto["buffers"]},
+		{Name: "query_block", Value: p.QB, Auto: true}, {Name: "head_pack", Value: p.Pack, Auto: true},
+		{Name: "lanes", Value: p.Lanes, Auto: true}, {Name: "key_block", Value: p.KB, Auto: true}}
+}
+
+// FLOPs returns the matmul FLOPs attention needs: Q K^T and P V over the
+// (query, key) pairs the mask keeps.
+func (a Attention) FLOPs() float64 {
+	t := a.Past + a.Seq
+	var pairs int64
+	for s := int64(0); s < a.Seq; s++ {
+		hi := t // keys [lo, hi)
+		if a.Causal {
+			hi = min(t, a.Past+s+1)
+		}
+		lo := int64(0)
+		if a.Window > 0 {
+			lo = max(0, a.Past+s-a.Window+1)
+		}
+		pairs += max(0, hi-lo)
+	}
+	return 4 * float64(a.HeadDim) * float64(pairs) * float64(a.QHeads*a.Batch)
+}
+
+// Kernel writes the plan as a tile-IR kernel: a flash-attention loop.
+//
+// For each batch element and group of Lanes head packs, K^T (HeadDim on
+// partitions, by dma_transpose) and V (keys on partitions, with a column
+// of ones appended so that P V also yields the softmax row sums) are
+// loaded once for all keys. For each query block, each lane's Q^T is
+// loaded by dma_transpose, and the key loop runs over the key blocks the
+// mask does not hide entirely (causal and window blocks outside are never
+// computed). Per key block and lane: S = Q K^T into PSUM (TensorE); the
+// diagonal and window edges get an additive mask (VectorE, from constant
+// tiles built once with iota); the block's row max (VectorE
+// tensor_reduce) and the running max (GpSimd); P = exp(scale*S -
+// scale*max) on ScalarE, which also gives alpha = exp(scale*(old max -
+// new max)); P^T by TensorE transposes, evacuated to SBUF; O_blk = P V in
+// PSUM (TensorE, one accumulation group over the block's 128-key tiles);
+// O = alpha*O + O_blk (GpSimd, VectorE). The lanes' softmax steps of one
+// key block come before their P V steps, so one lane's ScalarE and
+// VectorE work overlaps another's matmuls. At the end O is divided by its
+// last column (the row sum) and stored.
+func (p *AttentionPlan) Kernel() (*Kernel, error) {
+	a := p.A
+	d, T, g := a.HeadDim, p.T, a.QHeads/a.KVHeads
+	dt := a.DType
+	L, Pk, QB, KB := p.Lanes, p.Pack, p.QB, p.KB
+	RB := QB * Pk // rows of a query block
+	KT := KB / 128
+	nT := ceilDiv(T, 128)
+	nbuf := int(p.NBuf)
+	k := New("attention")
+	qHBM := k.Tensor("Q", dt, Input, a.Batch*a.Seq, a.QHeads*d)
+	kHBM := k.Tensor("K", dt, Input, a.Batch*T, a.KVHeads*d)
+	vHBM := k.Tensor("V", dt, Input, a.Batch*T, a.KVHeads*d)
+	oHBM := k.Tensor("O", dt, Output, a.Batch*a.Seq, a.QHeads*d)
+	root := k.Root()
+	op := func(b *Block, o *Op) *Op { o.OpID = p.opID; return b.Add(o) }
+	ins := func(xs ...Access) []Access { return xs }
+	dma := func(b *Block, code isa.Opcode, dst, src Access) {
+		op(b, &Op{Opcode: code, Any: true, Outs: ins(dst), Ins: ins(src)})
+	}
+	// The masks, built once: V[r, c'] = Pack*(c'-128) - r over
+	// c' in [0, 128+QB) (iota fills a tile in element order, partition
+	// by partition: base + step*(r*width + c')); Mc adds attnNeg where
+	// Pack*c > r (c = c'-128: keys past a row's position), Mw where
+	// Pack*c <= r (keys before its window).
+	WM := 128 + QB
+	var mc, mw *Tile
+	needWindow := a.Window > 0
+	if a.Causal || needWindow {
+		iv := root.Tile("mask_iota", isa.MemSBUF, isa.FP32, []int64{128, WM}, 1)
+		ip := root.Tile("mask_part", isa.MemSBUF, isa.FP32, []int64{128, 1}, 1)
+		op(root, &Op{Opcode: isa.OpIota, Engine: isa.EngineGpSimd, Outs: ins(iv.All()), Attrs: isa.Attrs{Value: float64(-128 * Pk), Step: float64(Pk)}})
+		op(root, &Op{Opcode: isa.OpIota, Engine: isa.EngineGpSimd, Outs: ins(ip.All()), Attrs: isa.Attrs{Value: 0, Step: float64(Pk*WM + 1)}})
+		op(root, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(iv.All()), Ins: ins(iv.All(), ip.All()), Attrs: isa.Attrs{ALU0: isa.ALUSubtract}})
+		if a.Causal {
+			mc = root.Tile("mask_causal", isa.MemSBUF, isa.FP32, []int64{128, WM}, 1)
+			op(root, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(mc.All()), Ins: ins(iv.All()),
+				Attrs: isa.Attrs{ALU0: isa.ALUIsGreater, Imm0: 0, ALU1: isa.ALUMultiply, Imm1: attnNeg}})
+		}
+		if needWindow {
+			mw = root.Tile("mask_window", isa.MemSBUF, isa.FP32, []int64{128, WM}, 1)
+			op(root, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(mw.All()), Ins: ins(iv.All()),
+				Attrs: isa.Attrs{ALU0: isa.ALUIsLE, Imm0: 0, ALU1: isa.ALUMultiply, Imm1: attnNeg}})
+		}
+	}
+	split := func() *Rearrange {
+		return &Rearrange{In: [][]string{{"t", "p"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: map[string]int64{"p": 128}}
+	}
+	nGroups := a.QHeads / (L * Pk)
+	root.For("b", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
+		b.For("hg", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
+			// The KV head of slot s: the lanes' first head's, plus s.
+			kvBase := hg.MulC(L * Pk).Div(C(g))
+			kt := b.Tile("kt", isa.MemSBUF, dt, []int64{128, p.KVSlots, T}, nbuf)
+			vt := b.Tile("v", isa.MemSBUF, dt, []int64{128, p.KVSlots, nT, d + 1}, nbuf)
+			for s := int64(0); s < p.KVSlots; s++ {
+				col := kvBase.AddC(s).MulC(d)
+				// Ones column of V: P V's last column is the row sum of P.
+				op(b, &Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: ins(vt.At(R(C(0), C(128)), I(C(s)), R(C(0), C(nT)), RS(C(d), C(1)))), Attrs: isa.Attrs{Value: 1}})
+				// K^T and V in chunks of a key block, so the first blocks
+				// start before the last keys arrive.
+				b.For(fmt.Sprintf("kc%d", s), C(0), C(ceilDiv(T, KB)), Parallel, func(b *Block, kc Expr) {
+					t0 := kc.MulC(KB)
+					w := Min(C(KB), C(T).Sub(t0))
+					dma(b, isa.OpDMATranspose, kt.At(R(C(0), C(d)), I(C(s)), RS(t0, w)), kHBM.At(RS(bi.MulC(T).Add(t0), w), RS(col, C(d))))
+					full := w.Div(C(128))
+					b.When(full.Gt(C(0)), func(b *Block) {
+						dma(b, isa.OpDMACopy, vt.At(R(C(0), C(128)), I(C(s)), RS(kc.MulC(KT), full), R(C(0), C(d))),
+							vHBM.At(RS(bi.MulC(T).Add(t0), full.MulC(128)), RS(col, C(d))).Rearranged(split()))
+					})
+					rem := w.Sub(full.MulC(128))
+					b.When(rem.Gt(C(0)), func(b *Block) {
+						dma(b, isa.OpDMACopy, vt.At(R(C(0), rem), I(C(s)), I(kc.MulC(KT).Add(full)), R(C(0), C(d))),
+							vHBM.At(RS(bi.MulC(T).Add(t0).Add(full.MulC(128)), rem), RS(col, C(d))))
+					})
+				})
+			}
+			type lane struct {
+				m, o, pr, al *Tile
+				slot         int64
+			}
+			// Per lane, the running state of two consecutive query blocks
+			// (by parity of qb) and P and alpha of two consecutive key
+			// blocks of each (by parity of kb): the pipeline runs across
+			// query blocks.
+			lanes := make([]lane, L)
+			for l := int64(0); l < L; l++ {
+				ln := &lanes[l]
+				ln.slot = l * Pk / g
+				ln.m = b.Tile(fmt.Sprintf("m%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, 2}, 1)
+				ln.o = b.Tile(fmt.Sprintf("o%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, d + 1}, 1)
+				ln.pr = b.Tile(fmt.Sprintf("p%d", l), isa.MemSBUF, dt, []int64{128, 2, 2, KB}, 1)
+				ln.al = b.Tile(fmt.Sprintf("al%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, 2}, 1)
+			}
+			// PSUM, one tile each for all lanes (so that no lane's shares
+			// another's memory): the scores (a bank per lane), P^T, and
+			// the P V partial products (a lane every 256 FP32 columns,
+			// inside one bank).
+			psS := b.Tile("ps_s", isa.MemPSUM, p.sdt, []int64{128, L, KB}, 1)
+			psPT := b.Tile("ps_pt", isa.MemPSUM, dt, []int64{128, L, KT, 128}, 1)
+			psO := b.Tile("ps_o", isa.MemPSUM, isa.FP32, []int64{128, L, 256}, 1)
+			// lat is lane l's slice of an all-lanes tile.
+			lat := func(t *Tile, l int64, rs ...Range) Access {
+				return t.At(append([]Range{rs[0], I(C(l))}, rs[1:]...)...)
+			}
+			// The geometry of query block qb: its first query, queries,
+			// rows, and the keys any of its rows sees, [kStart, kEnd),
+			// kStart on a 128-key tile, in nKB key blocks.
+			type geom struct{ qb, q0, nq, rows, kStart, kEnd, nKB, qpar Expr }
+			geomOf := func(qb Expr) geom {
+				q0 := qb.MulC(QB)
+				nq := Min(C(QB), C(a.Seq).Sub(q0))
+				kEnd := C(T)
+				if a.Causal {
+					kEnd = Min(C(T), q0.Add(nq).AddC(a.Past))
+				}
+				kStart := C(0)
+				if needWindow {
+					kStart = Max(C(0), q0.AddC(a.Past-a.Window+1)).Div(C(128)).MulC(128)
+				}
+				return geom{qb, q0, nq, nq.MulC(Pk), kStart, kEnd, kEnd.Sub(kStart).CDiv(C(KB)), qb.Mod(C(2))}
+			}
+			nQB := ceilDiv(a.Seq, QB)
+			blockOf := func(gq geom, kb Expr) (kb0, bs, nt Expr) {
+				kb0 = gq.kStart.Add(kb.MulC(KB))
+				bs = Min(C(KB), gq.kEnd.Sub(kb0))
+				return kb0, bs, bs.CDiv(C(128))
+			}
+			// softmax is the first stage of key block kb: S = Q K^T,
+			// the masks, the running max, P = exp(scale*(S - max)) and
+			// alpha, for every lane.
+			softmax := func(b *Block, gq geom, qts []*Tile, kb Expr) {
+				q0, nq, rows := gq.q0, gq.nq, gq.rows
+				kb0, bs, _ := blockOf(gq, kb)
+				cur, prev := kb.Mod(C(2)), kb.AddC(1).Mod(C(2))
+				first := kb.Eq(C(0))
+				for l := int64(0); l < L; l++ {
+					ln := &lanes[l]
+					mb := b.Tile(fmt.Sprintf("mb%d", l), isa.MemSBUF, p.sdt, []int64{128, 1}, 2)
+					nbt := b.Tile(fmt.Sprintf("nb%d", l), isa.MemSBUF, isa.FP32, []int64{128, 1}, 2)
+					sAll := lat(psS, l, R(C(0), rows), R(C(0), bs))
+					op(b, &Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: ins(qts[l].At(R(C(0), C(d)), R(C(0), rows)))})
+					op(b, &Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: ins(sAll),
+						Ins: ins(kt.At(R(C(0), C(d)), I(C(ln.slot)), RS(kb0, bs))), Start: C(1), Stop: C(1)})
+					if a.Causal {
+						// Columns j >= delta+1 hold keys past row 0's
+						// position: add Mc[:, 128 + j - delta].
+						delta := q0.AddC(a.Past).Sub(kb0)
+						j0 := Max(C(0), delta.AddC(1))
+						b.When(j0.Lt(bs), func(b *Block) {
+							op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: ins(lat(psS, l, R(C(0), rows), R(j0, bs))),
+								Ins:   ins(lat(psS, l, R(C(0), rows), R(j0, bs)), mc.At(R(C(0), rows), R(j0.Sub(delta).AddC(128), bs.Sub(delta).AddC(128)))),
+								Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+						})
+					}
+					if needWindow {
+						// Columns j < eps+QB hold keys before the last
+						// row's window: add Mw[:, 128 + j - eps].
+						eps := q0.AddC(a.Past - a.Window).Sub(kb0)
+						j1 := Min(bs, eps.Add(nq))
+						b.When(j1.Gt(C(0)), func(b *Block) {
+							op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: ins(lat(psS, l, R(C(0), rows), R(C(0), j1))),
+								Ins:   ins(lat(psS, l, R(C(0), rows), R(C(0), j1)), mw.At(R(C(0), rows), R(C(128).Sub(eps), j1.Sub(eps).AddC(128)))),
+								Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+						})
+					}
+					mCur := ln.m.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1)))
+					mPrev := ln.m.At(R(C(0), rows), I(gq.qpar), RS(prev, C(1)))
+					mbA := mb.At(R(C(0), rows), R(C(0), C(1)))
+					op(b, &Op{Opcode: isa.OpTensorReduce, Engine: isa.EngineVector, Outs: ins(mbA), Ins: ins(sAll), Attrs: isa.Attrs{ALU0: isa.ALUMax, Axis: 1}})
+					b.If(first, func(b *Block) {
+						op(b, &Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineGpSimd, Outs: ins(mCur), Ins: ins(mbA)})
+					}, func(b *Block) {
+						op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineGpSimd, Outs: ins(mCur), Ins: ins(mPrev, mbA), Attrs: isa.Attrs{ALU0: isa.ALUMax}})
+					})
+					nb := nbt.At(R(C(0), rows), R(C(0), C(1)))
+					op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(nb), Ins: ins(mCur), Attrs: isa.Attrs{ALU0: isa.ALUMultiply, Imm0: -p.scale}})
+					b.When(first.Not(), func(b *Block) {
+						op(b, &Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: ins(ln.al.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1)))), Ins: ins(mPrev, nb),
+							Attrs: isa.Attrs{Func: isa.ActExp, Scale: p.scale}})
+					})
+					op(b, &Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: ins(ln.pr.At(R(C(0), rows), I(gq.qpar), I(cur), R(C(0), bs))), Ins: ins(sAll, nb),
+						Attrs: isa.Attrs{Func: isa.ActExp, Scale: p.scale}})
+				}
+			}
+			// accumulate is the second stage of key block kb: P^T by
+			// TensorE transposes, O_blk = P V, O = alpha*O + O_blk, for
+			// every lane (each step for all lanes before the next, so
+			// that no engine waits on one lane while another is ready).
+			accumulate := func(b *Block, gq geom, kb Expr, sfx string) {
+				rows := gq.rows
+				kb0, bs, nt := blockOf(gq, kb)
+				cur := kb.Mod(C(2))
+				first := kb.Eq(C(0))
+				full := bs.Div(C(128))
+				rem := bs.Sub(full.MulC(128))
+				pts := make([]*Tile, L)
+				for l := int64(0); l < L; l++ {
+					pr := lanes[l].pr
+					b.For(fmt.Sprintf("tj%d%s", l, sfx), C(0), nt, Parallel, func(b *Block, j Expr) {
+						w := Min(C(128), bs.Sub(j.MulC(128)))
+						op(b, &Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: ins(lat(psPT, l, R(C(0), w), I(j), R(C(0), rows))),
+							Ins: ins(pr.At(R(C(0), rows), I(gq.qpar), I(cur), RS(j.MulC(128), w)))})
+					})
+				}
+				for l := int64(0); l < L; l++ {
+					pt := b.Tile(fmt.Sprintf("pt%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, KT, 128}, 2)
+					pts[l] = pt
+					// Evacuations alternate between VectorE and ScalarE
+					// by lane.
+					eng := isa.EngineVector
+					if l%2 == 1 {
+						eng = isa.EngineScalar
+					}
+					b.When(full.Gt(C(0)), func(b *Block) {
+						op(b, &Op{Opcode: isa.OpTensorCopy, Engine: eng, Outs: ins(pt.At(R(C(0), C(128)), R(C(0), full), R(C(0), rows))),
+							Ins: ins(lat(psPT, l, R(C(0), C(128)), R(C(0), full), R(C(0), rows)))})
+					})
+					b.When(rem.Gt(C(0)), func(b *Block) {
+						op(b, &Op{Opcode: isa.OpTensorCopy, Engine: eng, Outs: ins(pt.At(R(C(0), rem), I(full), R(C(0), rows))),
+							Ins: ins(lat(psPT, l, R(C(0), rem), I(full), R(C(0), rows)))})
+					})
+				}
+				for l := int64(0); l < L; l++ {
+					ln := &lanes[l]
+					pt := pts[l]
+					oAll := lat(psO, l, R(C(0), rows), R(C(0), C(d+1)))
+					b.For(fmt.Sprintf("vj%d%s", l, sfx), C(0), nt, Sequential, func(b *Block, j Expr) {
+						w := Min(C(128), bs.Sub(j.MulC(128)))
+						op(b, &Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: ins(pt.At(R(C(0), w), I(j), R(C(0), rows)))})
+						op(b, &Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: ins(oAll),
+							Ins:   ins(vt.At(R(C(0), w), I(C(ln.slot)), I(kb0.Div(C(128)).Add(j)), R(C(0), C(d+1)))),
+							Start: j.Eq(C(0)), Stop: j.Eq(nt.Sub(C(1)))})
+					})
+				}
+				for l := int64(0); l < L; l++ {
+					ln := &lanes[l]
+					oAll := lat(psO, l, R(C(0), rows), R(C(0), C(d+1)))
+					oSB := ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d+1)))
+					al := ln.al.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1)))
+					b.If(first, func(b *Block) {
+						op(b, &Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineScalar, Outs: ins(oSB), Ins: ins(oAll)})
+					}, func(b *Block) {
+						op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(oSB), Ins: ins(oSB, al),
+							Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+						op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: ins(oSB), Ins: ins(oSB, oAll), Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+					})
+				}
+			}
+			// finalize divides O by the row sums and stores it.
+			finalize := func(b *Block, gq geom, sfx string) {
+				rows := gq.rows
+				for l := int64(0); l < L; l++ {
+					ln := &lanes[l]
+					rl := b.Tile(fmt.Sprintf("rl%d%s", l, sfx), isa.MemSBUF, isa.FP32, []int64{128, 1}, 2)
+					ot := b.Tile(fmt.Sprintf("ot%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, d}, 2)
+					op(b, &Op{Opcode: isa.OpReciprocal, Any: true, Outs: ins(rl.At(R(C(0), rows), R(C(0), C(1)))), Ins: ins(ln.o.At(R(C(0), rows), I(gq.qpar), RS(C(d), C(1))))})
+					op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(ot.At(R(C(0), rows), R(C(0), C(d)))),
+						Ins: ins(ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d))), rl.At(R(C(0), rows), R(C(0), C(1)))), Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+					h0 := hg.MulC(L * Pk).AddC(l * Pk)
+					dma(b, isa.OpDMACopy, oHBM.At(RS(bi.MulC(a.Seq).Add(gq.q0), gq.nq), RS(h0.MulC(d), C(Pk*d))), ot.At(R(C(0), rows), R(C(0), C(d))))
+				}
+			}
+			b.For("qb", C(0), C(nQB), Parallel, func(b *Block, qb Expr) {
+				gq := geomOf(qb)
+				qts := make([]*Tile, L)
+				for l := int64(0); l < L; l++ {
+					qts[l] = b.Tile(fmt.Sprintf("qt%d", l), isa.MemSBUF, dt, []int64{128, RB}, nbuf)
+					for gi := int64(0); gi < Pk; gi++ {
+						h := hg.MulC(L * Pk).AddC(l*Pk + gi)
+						dst := qts[l].At(R(C(0), C(d)), Range{Start: C(gi), Stop: gq.nq.Sub(C(1)).MulC(Pk).AddC(gi + 1), Step: Pk})
+						if Pk == 1 {
+							dst = qts[l].At(R(C(0), C(d)), R(C(0), gq.nq))
+						}
+						dma(b, isa.OpDMATranspose, dst, qHBM.At(RS(bi.MulC(a.Seq).Add(gq.q0), gq.nq), RS(h.MulC(d), C(d))))
+					}
+				}
+				// Software pipelined: key block kb's softmax, then the
+				// accumulation of the block before it (of this query
+				// block, or the last of the previous one, which is then
+				// finished).
+				b.For("kb", C(0), gq.nKB, Sequential, func(b *Block, kb Expr) {
+					softmax(b, gq, qts, kb)
+					b.If(kb.Gt(C(0)), func(b *Block) { accumulate(b, gq, kb.Sub(C(1)), "") }, func(b *Block) {
+						b.When(qb.Gt(C(0)), func(b *Block) {
+							gp := geomOf(qb.Sub(C(1)))
+							accumulate(b, gp, gp.nKB.Sub(C(1)), "p")
+							finalize(b, gp, "p")
+						})
+					})
+				})
+			})
+			gl := geomOf(C(nQB - 1))
+			accumulate(b, gl, gl.nKB.Sub(C(1)), "e")
+			finalize(b, gl, "e")
+		})
+	})
+	if err := k.Finish(); err != nil {
+		return nil, fmt.Errorf("internal error: the attention kernel: %w", err)
+	}
+	return k, nil
+}
+
+// attnHalfScores keeps the scores in PSUM in the input's 2-byte dtype
+// (the PE array rounds its FP32 sums on write), which halves VectorE's
+// row-max reduction at the cost of score precision. Off: FP32 scores.
+var attnHalfScores = false

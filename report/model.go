@@ -49,7 +49,7 @@ type ModelMemory struct {
 }
 
 const (
-	mfuDefinition = "(2 x N x tokens + attention FLOPs) / time / dense peak of the matmuls' dtype x cores; N counts the parameters that take part in a matmul (the embedding gather excluded, a tied head included), attention counts the scores and values the causal mask keeps (half of the full square for a prompt)"
+	mfuDefinition = "(matmul FLOPs + attention FLOPs) / time / dense peak of the matmuls' dtype x cores; matmul FLOPs are 2 x N per token, N the parameters that take part in a matmul (the embedding gather excluded), the LM head counted for the positions whose logits the pass computes (the last of each sequence); attention counts the scores and values the causal mask keeps (half the full square for a prompt)"
 	mbuDefinition = "(matmul weights + KV cache read by the pass) / time / (HBM bandwidth x cores used / cores per chip)"
 )
 
@@ -79,7 +79,7 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
 		cores := float64(max(r.CoresUsed, 1))
 		rate, _ := h.MatmulRate(info.DType, 0)
 		peak := h.PeakBaseFLOPSPerCore() * rate * cores
-		flops := 2*float64(mi.MatmulParams)*tokens + float64(mi.AttentionFLOPs)
+		flops := float64(mi.MatmulFLOPs + mi.AttentionFLOPs)
 		m.MFUPct = 100 * flops / sim / peak
 		bw := h.Chip.HBM.BandwidthGBps * 1e9 * cores / float64(max(h.Chip.Cores, 1))
 		m.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) / sim / bw

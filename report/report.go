@@ -693,8 +693,14 @@ func (r *Report) WriteSummary(w io.Writer) {
 			name := strings.TrimPrefix(c.Path, "workload.lowering.")
 			cs = append(cs, fmt.Sprintf("%s=%d", name, c.Value))
 		}
-		cs = append(cs, r.Notes...)
 		line("lowering", "%s", strings.Join(cs, " "))
+	}
+	for i, n := range r.Notes {
+		k := ""
+		if i == 0 {
+			k = "notes"
+		}
+		line(k, "%s", n)
 	}
 	line("host", "%.3f s, %sinstructions/s, %sevents/s (%d instructions, %d events)",
 		r.HostTimeS, si(r.InstructionsPerSec), si(r.EventsPerSec), r.Instructions, r.Events)

@@ -33,9 +33,12 @@ type ModelInfo struct {
 	WeightBytes, KVCacheBytes, ActivationBytes int64
 	FullWeightBytes, FullKVCacheBytes          int64
 	HBMCapacityBytes                           int64
-	// AttentionFLOPs are the scores and values of the pass's attention
-	// (the pairs a causal mask keeps).
-	AttentionFLOPs int64
+	// MatmulFLOPs are the pass's Linear and expert FLOPs: 2 per parameter
+	// per token that passes it (the LM head only for the positions whose
+	// logits the pass computes, the last of each sequence); AttentionFLOPs
+	// the scores and values of its attention (the pairs a causal mask
+	// keeps: half the full square for a prompt, plus the diagonal).
+	MatmulFLOPs, AttentionFLOPs int64
 	// WeightReadBytes and KVReadBytes are the bytes of weights and cache
 	// one pass reads at least (MBU's numerator).
 	WeightReadBytes, KVReadBytes int64
@@ -155,6 +158,7 @@ func modelInfo(cfg *configs.RunConfig, c *zoo.Config, g *graph.Graph, pass nn.Pa
 	for _, o := range g.Ops {
 		switch o.Kind {
 		case graph.Linear, graph.MoEExperts:
+			mi.MatmulFLOPs += o.FLOPs()
 			for _, t := range o.Inputs {
 				if t != nil && t.Role == graph.Parameter {
 					matmul[t] = true

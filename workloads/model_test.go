@@ -1,0 +1,87 @@
+package workloads
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/chip"
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa"
+)
+
+func modelConfig(t *testing.T, preset, model, pass string, layers int) *configs.RunConfig {
+	t.Helper()
+	text := fmt.Sprintf("hardware: {preset: %s}\nworkload:\n  kind: model\n  model: {name: %s, %s, layers: %d}\n", preset, model, pass, layers)
+	cfg, err := configs.LoadBytes([]byte(text), "model.yaml", configs.LoadOptions{})
+	require.NoError(t, err)
+	return cfg
+}
+
+// One layer of every lowered family, prefill at a ragged length and
+// decode at batch 2, on every preset, with the race check on: the program
+// runs, its matmuls do the graph's Linear FLOPs, and the time is at least
+// both physical bounds (the matmuls at peak, the least HBM bytes at the
+// core's DMA bandwidth).
+func TestModelsLowerAndRun(t *testing.T) {
+	models := []string{"llama-3.2-1b", "mistral-7b", "qwen2-7b", "gpt2", "bert-base"}
+	passes := []string{"mode: prefill, seq: 130", "mode: decode, context: 257, batch: 2"}
+	for _, preset := range []string{"trn1", "inf2", "trn2", "trn3"} {
+		for _, model := range models {
+			for _, pass := range passes {
+				if model == "bert-base" && pass != passes[0] {
+					continue // an encoder has no decode
+				}
+				t.Run(preset+"/"+model+"/"+pass, func(t *testing.T) {
+					cfg := modelConfig(t, preset, model, pass, 1)
+					prog, info, err := Lower(cfg)
+					require.NoError(t, err)
+					res, err := chip.Run(cfg, prog, chip.Options{})
+					require.NoError(t, err)
+					mi := info.Model
+					require.NotNil(t, mi)
+					core := res.Chips[0].Cores[0]
+					assert.GreaterOrEqual(t, core.Engines[isa.EngineTensor].FLOPs, float64(mi.MatmulFLOPs)*(1-1e-9), "the matmuls cover every Linear")
+					h := &cfg.Hardware
+					rate, _ := h.MatmulRate(isa.BF16, 0)
+					computeBound := float64(mi.MatmulFLOPs) / (h.PeakBaseFLOPSPerCore() * rate)
+					dmaBound := float64(info.MinHBMBytes) / (float64(h.Core.DMA.Engines) * h.Core.DMA.EngineBandwidthGBps * 1e9)
+					sim := res.SimTime.Seconds()
+					assert.GreaterOrEqual(t, sim, computeBound)
+					assert.GreaterOrEqual(t, sim, dmaBound)
+					t.Logf("%s: %.1f us, %.2fx the compute bound, %.2fx the DMA bound", info.Name, sim*1e6, sim/computeBound, sim/dmaBound)
+				})
+			}
+		}
+	}
+}
+
+// A model whose weights do not fit one core is an error saying by how
+// much; with layers it runs, warning about the whole model.
+func TestModelFitsOneCore(t *testing.T) {
+	_, _, err := Lower(modelConfig(t, "trn2", "llama-3-8b", "mode: decode, context: 128", 0))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the model does not fit one NeuronCore's HBM")
+	assert.Contains(t, err.Error(), "GiB over")
+	_, info, err := Lower(modelConfig(t, "trn2", "llama-3-8b", "mode: decode, context: 128", 1))
+	require.NoError(t, err)
+	assert.Contains(t, info.Notes, "warning: the whole model does not fit one NeuronCore's HBM (15.0 GiB against 12.0 GiB)")
+}
+
+// Errors name the field: a zoo name that is not there, more layers than
+// the model has, a mixture of experts (not lowered yet).
+func TestModelErrors(t *testing.T) {
+	for _, tc := range []struct{ model, pass, want string }{
+		{"llama-9", "mode: prefill, seq: 8", `workload.model.name: unknown model "llama-9"`},
+		{"gpt2", "mode: prefill, seq: 2000", "2000 positions (0 past + 2000 new) are more than max_position_embeddings 1024"},
+		{"mixtral-8x7b", "mode: decode, context: 64", "router_topk (topk): not lowered yet"},
+	} {
+		_, _, err := Lower(modelConfig(t, "trn2", tc.model, tc.pass, 1))
+		require.Error(t, err, tc.model)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	_, _, err := Lower(modelConfig(t, "trn2", "gpt2", "mode: prefill, seq: 8", 13))
+	assert.ErrorContains(t, err, "workload.model.layers: 13 is more than the model's 12 layers")
+}

@@ -100,7 +100,11 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 	switch m.Mode {
 	case "prefill":
 		line("model", "%s prefill: batch %d x %d tokens, %s", m.Model, m.Batch, m.Seq, layers)
-		line("time to 1st token", "%s (%.0f tokens/s)", fmtSeconds(m.TTFTS), m.TokensPerS)
+		if m.Family == "bert" {
+			line("forward pass", "%s (%.0f tokens/s)", fmtSeconds(m.TTFTS), m.TokensPerS)
+		} else {
+			line("time to 1st token", "%s (%.0f tokens/s)", fmtSeconds(m.TTFTS), m.TokensPerS)
+		}
 	default:
 		line("model", "%s decode: batch %d, context %d, %s", m.Model, m.Batch, m.Past, layers)
 		line("time per token", "%s (%.0f tokens/s)", fmtSeconds(m.TPOTS), m.TokensPerS)

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,4 +85,22 @@ func TestModelErrors(t *testing.T) {
 	}
 	_, _, err := Lower(modelConfig(t, "trn2", "gpt2", "mode: prefill, seq: 8", 13))
 	assert.ErrorContains(t, err, "workload.model.layers: 13 is more than the model's 12 layers")
+}
+
+// The shipped model examples lower as they are (the run's own check).
+func TestModelExamplesLower(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.yaml")
+	require.NoError(t, err)
+	n := 0
+	for _, f := range files {
+		cfg, err := configs.Load(f, configs.LoadOptions{})
+		if err != nil || cfg.Workload.Kind != "model" {
+			continue // sweep files, other kinds
+		}
+		n++
+		_, info, err := Lower(cfg)
+		require.NoError(t, err, f)
+		assert.NotNil(t, info.Model, f)
+	}
+	assert.GreaterOrEqual(t, n, 3)
 }

@@ -32,10 +32,16 @@ type ModelReport struct {
 	TPOTS      float64 `json:"tpot_s,omitempty"`
 	// MFUPct and MBUPct are model FLOPs and bandwidth utilisation, by the
 	// definitions in MFUDefinition and MBUDefinition.
-	MFUPct           float64      `json:"mfu_pct"`
-	MFUDefinition    string       `json:"mfu_definition"`
-	MBUPct           float64      `json:"mbu_pct"`
-	MBUDefinition    string       `json:"mbu_definition"`
+	MFUPct        float64 `json:"mfu_pct"`
+	MFUDefinition string  `json:"mfu_definition"`
+	MBUPct        float64 `json:"mbu_pct"`
+	MBUDefinition string  `json:"mbu_definition"`
+	// MinHBMBytes is the graph's least HBM traffic (every weight, input
+	// and cache read once, outputs and cache appends written once,
+	// activations kept on chip); HBMOverMin the simulated traffic over it
+	// (1 would be perfect fusion).
+	MinHBMBytes      int64        `json:"min_hbm_bytes"`
+	HBMOverMin       float64      `json:"hbm_over_min"`
 	Memory           ModelMemory  `json:"memory"`
 	FullModel        *ModelMemory `json:"full_model_memory,omitempty"`
 	HBMCapacityBytes int64        `json:"hbm_capacity_bytes"`
@@ -65,6 +71,10 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
 		Layers: mi.Layers, LayersTotal: mi.LayersTotal, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
 		Memory:           ModelMemory{WeightsBytes: mi.WeightBytes, ActivationsBytes: mi.ActivationBytes, KVCacheBytes: mi.KVCacheBytes},
 		HBMCapacityBytes: mi.HBMCapacityBytes}
+	m.MinHBMBytes = info.MinHBMBytes
+	if info.MinHBMBytes > 0 {
+		m.HBMOverMin = float64(r.HBM.ReadBytes+r.HBM.WriteBytes) / float64(info.MinHBMBytes)
+	}
 	if mi.Layers < mi.LayersTotal {
 		m.FullModel = &ModelMemory{WeightsBytes: mi.FullWeightBytes, KVCacheBytes: mi.FullKVCacheBytes}
 	}
@@ -110,6 +120,7 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 		line("time per token", "%s (%.0f tokens/s)", fmtSeconds(m.TPOTS), m.TokensPerS)
 	}
 	line("MFU / MBU", "%.1f%% / %.1f%% (definitions in results.json)", m.MFUPct, m.MBUPct)
+	line("HBM traffic", "%.2fx the graph's least (%s: weights and inputs read once, activations on chip)", m.HBMOverMin, HumanBytes(m.MinHBMBytes))
 	line("memory", "weights %s, KV cache %s, activations %s of %s HBM per core",
 		HumanBytes(m.Memory.WeightsBytes), HumanBytes(m.Memory.KVCacheBytes), HumanBytes(m.Memory.ActivationsBytes), HumanBytes(m.HBMCapacityBytes))
 	if f := m.FullModel; f != nil {

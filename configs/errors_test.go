@@ -501,15 +501,15 @@ func TestLoadErrorsParallel(t *testing.T) {
 func TestLoadErrorsWorkload(t *testing.T) {
 	hw := "hardware: {preset: trn2}"
 	runErrCases(t, []errCase{
-		{"no workload section", y(hw), nil, "test.yaml: workload.kind: required (kinds: gemm, elementwise, assembly, tile, model)"},
+		{"no workload section", y(hw), nil, "test.yaml: workload.kind: required (kinds: gemm, elementwise, assembly, tile, model, op)"},
 		{"missing kind", y(hw,
 			"workload:",
 			"  gemm: {m: 128, k: 128, n: 128}",
-		), nil, "test.yaml:3:3: workload.kind: required (kinds: gemm, elementwise, assembly, tile, model)"},
+		), nil, "test.yaml:3:3: workload.kind: required (kinds: gemm, elementwise, assembly, tile, model, op)"},
 		{"unknown kind", y(hw,
 			"workload:",
 			"  kind: conv2d",
-		), nil, "test.yaml:3:9: workload.kind: unsupported workload kind \"conv2d\" (kinds: gemm, elementwise, assembly, tile, model)"},
+		), nil, "test.yaml:3:9: workload.kind: unsupported workload kind \"conv2d\" (kinds: gemm, elementwise, assembly, tile, model, op)"},
 		{"section mismatch", y(hw,
 			"workload:",
 			"  kind: gemm",
@@ -767,7 +767,7 @@ func TestLoadErrorsSets(t *testing.T) {
 		{"wrong type", ok, []string{"hardware.core.sbuf.partition_kib=big"}, "--set hardware.core.sbuf.partition_kib=big: expected an integer, got \"big\""},
 		{"check tag", ok, []string{"hardware.core.sbuf.partition_kib=-1"}, "--set hardware.core.sbuf.partition_kib=-1: must be greater than 0, got -1"},
 		{"cross-field rule", ok, []string{"hardware.core.psum.banks=3"}, "--set hardware.core.psum.banks=3: 3 banks do not divide 16 KiB evenly"},
-		{"workload kind", ok, []string{"workload.kind=conv"}, "--set workload.kind=conv: unsupported workload kind \"conv\" (kinds: gemm, elementwise, assembly, tile, model)"},
+		{"workload kind", ok, []string{"workload.kind=conv"}, "--set workload.kind=conv: unsupported workload kind \"conv\" (kinds: gemm, elementwise, assembly, tile, model, op)"},
 		{"section given a value", ok, []string{"hardware=trn2"}, "--set hardware=trn2: expected a mapping, got \"trn2\""},
 		{"workload field", ok, []string{"workload.gemm.m=lots"}, "--set workload.gemm.m=lots: expected an integer, got \"lots\""},
 		// The rule names the field the --set changed, not hardware.chips
@@ -845,5 +845,18 @@ func TestModelWorkloadErrors(t *testing.T) {
 		{"weights dtype", model("name: gpt2, mode: decode, context: 8, weights_dtype: fp4"), nil, "test.yaml:4:64: workload.model.weights_dtype: must be bf16, fp8e4 or int8, got \"fp4\""},
 		{"unknown field", model("name: gpt2, mode: decode, context: 8, heads: 4"), nil, "test.yaml:4:49: workload.model.heads: unknown field (known fields of workload.model: batch, context, hf_config, layers, mode, name, seq, tokens, weights_dtype)"},
 		{"lowering field not read", "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: gpt2, mode: decode, context: 8}\n  lowering: {block_m: 256}\n", nil, "test.yaml:5:23: workload.lowering.block_m: model workloads do not read it (it reads dge, dma_queues)"},
+	})
+}
+
+func TestOpWorkloadErrors(t *testing.T) {
+	op := func(fields string) string {
+		return "hardware: {preset: trn2}\nworkload:\n  kind: op\n  op: {" + fields + "}\n"
+	}
+	runErrCases(t, []errCase{
+		{"no name", op("m: 4"), nil, "test.yaml:4:7: workload.op.name: required (ops: layer_norm, rms_norm, silu, gelu, softmax, swiglu, matmul_add_rms_norm, attention)"},
+		{"unknown op", op("name: conv, m: 4"), nil, "test.yaml:4:14: workload.op.name: unknown op \"conv\" (ops: layer_norm, rms_norm, silu, gelu, softmax, swiglu, matmul_add_rms_norm, attention)"},
+		{"missing size", op("name: swiglu, m: 4, n: 8"), nil, "test.yaml:4:7: workload.op.k: required (for swiglu)"},
+		{"field not read", op("name: silu, m: 4, n: 8, heads: 2"), nil, "test.yaml:4:39: workload.op.heads: silu does not read it (it reads m, n)"},
+		{"causal", op("name: silu, m: 4, n: 8, causal: true"), nil, "test.yaml:4:40: workload.op.causal: is for attention"},
 	})
 }

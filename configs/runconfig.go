@@ -41,11 +41,36 @@ type Workload struct {
 	Assembly    *AssemblyWorkload    `yaml:"assembly"`
 	Tile        *TileWorkload        `yaml:"tile"`
 	Model       *ModelWorkload       `yaml:"model"`
+	Op          *OpWorkload          `yaml:"op"`
 	Lowering    Lowering             `yaml:"lowering"`
 }
 
 // WorkloadKinds lists the supported workload kinds.
-var WorkloadKinds = []string{"gemm", "elementwise", "assembly", "tile", "model"}
+var WorkloadKinds = []string{"gemm", "elementwise", "assembly", "tile", "model", "op"}
+
+// OpWorkload is one op or small block of the model graph, lowered as the
+// models are (docs/models.md#single-ops): a norm, an activation, softmax,
+// a SwiGLU block, a matmul with a residual and an RMSNorm, or attention.
+type OpWorkload struct {
+	// Name is layer_norm, rms_norm, silu, gelu, softmax ([m, n] input),
+	// swiglu (silu(x Wg) * (x Wu): x [m, k], weights [k, n]),
+	// matmul_add_rms_norm (rmsnorm(x W + r): x [m, k], W [k, n]) or
+	// attention (batch, seq, heads, kv_heads, head_dim, causal).
+	Name    string `yaml:"name"`
+	M       int64  `yaml:"m" check:"nonneg"`
+	N       int64  `yaml:"n" check:"nonneg"`
+	K       int64  `yaml:"k" check:"nonneg"`
+	Batch   int64  `yaml:"batch" check:"nonneg"`
+	Seq     int64  `yaml:"seq" check:"nonneg"`
+	Heads   int64  `yaml:"heads" check:"nonneg"`
+	KVHeads int64  `yaml:"kv_heads" check:"nonneg"`
+	HeadDim int64  `yaml:"head_dim" check:"nonneg"`
+	Causal  bool   `yaml:"causal"`
+	DType   string `yaml:"dtype"`
+}
+
+// OpNames lists the op workloads.
+var OpNames = []string{"layer_norm", "rms_norm", "silu", "gelu", "softmax", "swiglu", "matmul_add_rms_norm", "attention"}
 
 // ModelWorkload is a transformer's inference on one NeuronCore
 // (docs/models.md): a zoo model by name, or a Hugging Face config.json.

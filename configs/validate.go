@@ -134,7 +134,7 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	if !contains(WorkloadKinds, w.Kind) {
 		return c.errAtPath("workload.kind", "unsupported workload kind %q (kinds: %s)", w.Kind, strings.Join(WorkloadKinds, ", "))
 	}
-	present := map[string]bool{"gemm": w.GEMM != nil, "elementwise": w.Elementwise != nil, "assembly": w.Assembly != nil, "tile": w.Tile != nil, "model": w.Model != nil}
+	present := map[string]bool{"gemm": w.GEMM != nil, "elementwise": w.Elementwise != nil, "assembly": w.Assembly != nil, "tile": w.Tile != nil, "model": w.Model != nil, "op": w.Op != nil}
 	for _, k := range WorkloadKinds {
 		if present[k] && k != w.Kind {
 			// Blame whichever of the two a --set gave (the kind of an
@@ -233,6 +233,10 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 		if err := c.validateModel(required); err != nil {
 			return err
 		}
+	case "op":
+		if err := c.validateOp(required); err != nil {
+			return err
+		}
 	}
 	if err := c.checkLoweringUse(); err != nil {
 		return err
@@ -271,6 +275,7 @@ var loweringReads = map[string][]string{
 	"tile":        {"dge", "dma_queues"},
 	"assembly":    {},
 	"model":       {"dge", "dma_queues"},
+	"op":          {"dge", "dma_queues"},
 }
 
 var loweringNotRead = map[string][]string{"gemm": {"elementwise_free"}}
@@ -420,6 +425,53 @@ func (c *RunConfig) validateModel(required func(path, hint string) error) error 
 	}
 	if !contains([]string{"bf16", "fp8e4", "int8"}, m.WeightsDType) {
 		return c.errAtPath("workload.model.weights_dtype", "must be bf16, fp8e4 or int8, got %q", m.WeightsDType)
+	}
+	return nil
+}
+
+// validateOp checks workload.op: the fields its op needs, and no others.
+func (c *RunConfig) validateOp(required func(path, hint string) error) error {
+	o := c.Workload.Op
+	if o.Name == "" {
+		return required("workload.op.name", " (ops: "+strings.Join(OpNames, ", ")+")")
+	}
+	if !contains(OpNames, o.Name) {
+		return c.errAtPath("workload.op.name", "unknown op %q (ops: %s)", o.Name, strings.Join(OpNames, ", "))
+	}
+	if o.DType == "" {
+		o.DType = "bf16"
+	}
+	if err := c.checkDType("workload.op.dtype", o.DType, true); err != nil {
+		return err
+	}
+	needs := map[string][]string{"swiglu": {"m", "k", "n"}, "matmul_add_rms_norm": {"m", "k", "n"}, "attention": {"seq", "heads", "head_dim"}}
+	need, ok := needs[o.Name]
+	if !ok {
+		need = []string{"m", "n"}
+	}
+	vals := map[string]int64{"m": o.M, "n": o.N, "k": o.K, "batch": o.Batch, "seq": o.Seq, "heads": o.Heads, "kv_heads": o.KVHeads, "head_dim": o.HeadDim}
+	for _, f := range need {
+		if vals[f] == 0 {
+			return required("workload.op."+f, " (for "+o.Name+")")
+		}
+	}
+	allowed := append([]string(nil), need...)
+	if o.Name == "attention" {
+		allowed = append(allowed, "batch", "kv_heads")
+		if o.Batch == 0 {
+			o.Batch = 1
+		}
+		if o.KVHeads == 0 {
+			o.KVHeads = o.Heads
+		}
+	}
+	for _, f := range []string{"m", "n", "k", "batch", "seq", "heads", "kv_heads", "head_dim"} {
+		if vals[f] != 0 && !contains(allowed, f) {
+			return c.errAtPath("workload.op."+f, "%s does not read it (it reads %s)", o.Name, strings.Join(allowed, ", "))
+		}
+	}
+	if o.Causal && o.Name != "attention" {
+		return c.errAtPath("workload.op.causal", "is for attention")
 	}
 	return nil
 }

@@ -235,6 +235,9 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 		}
 		// Bound: every input read once, every output written once.
 		in, outB := gemmBytes(cfg)
+		if cfg.Workload.Kind != "gemm" {
+			in, outB = out.Info.MinHBMBytes-out.Info.MinHBMWriteBytes, out.Info.MinHBMWriteBytes
+		}
 		row.Predicted, row.Bound = float64(r.HBM.ReadBytes)/1e9, float64(in)/1e9
 		if c.Metric == "hbm_write_bytes" {
 			row.Predicted, row.Bound = float64(r.HBM.WriteBytes)/1e9, float64(outB)/1e9

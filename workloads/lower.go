@@ -46,8 +46,9 @@ type Info struct {
 	// elementwise rows, cols; nil for assembly.
 	Shape []Dim
 	// MinHBMBytes is the least HBM traffic the workload needs (every input
-	// read once, every output written once).
-	MinHBMBytes int64
+	// read once, every output written once); MinHBMWriteBytes the part of
+	// it that is written, when the workload says (op workloads).
+	MinHBMBytes, MinHBMWriteBytes int64
 	// Choices lists the lowering's parameters as resolved (for reports and
 	// --dump-asm headers), in a fixed order.
 	Choices []Choice
@@ -134,6 +135,8 @@ func lower(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return lowerTile(cfg)
 	case "model":
 		return lowerModel(cfg)
+	case "op":
+		return lowerOp(cfg)
 	}
 	return nil, nil, cfg.FieldError("workload.kind", "unsupported workload kind %q", w.Kind)
 }

@@ -104,3 +104,47 @@ func TestModelExamplesLower(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, n, 3)
 }
+
+// FuzzModel lowers and simulates one layer of a zoo model over preset,
+// mode, batch and length, race check on: a config is refused only with a
+// configuration error naming a field, and one that runs is no faster than
+// its matmuls at peak or its least bytes at the core's DMA bandwidth.
+//
+//	go test ./workloads -run '^$' -fuzz FuzzModel -fuzztime 5m -parallel 1
+func FuzzModel(f *testing.F) {
+	f.Add(uint8(2), uint8(0), false, uint8(1), uint16(130))
+	f.Add(uint8(3), uint8(3), true, uint8(3), uint16(257))
+	f.Add(uint8(0), uint8(4), false, uint8(2), uint16(1))
+	f.Fuzz(func(t *testing.T, preset, model uint8, decode bool, batch uint8, length uint16) {
+		models := []string{"llama-3.2-1b", "mistral-7b", "qwen2-7b", "gpt2", "bert-base", "mixtral-8x7b"}
+		pass := fmt.Sprintf("mode: prefill, seq: %d", length%3000)
+		if decode {
+			pass = fmt.Sprintf("mode: decode, context: %d", length%3000)
+		}
+		text := fmt.Sprintf("hardware: {preset: %s}\nworkload:\n  kind: model\n  model: {name: %s, %s, batch: %d, layers: 1}\n",
+			pick(configs.PresetNames(), preset), pick(models, model), pass, batch%5)
+		cfg, err := configs.LoadBytes([]byte(text), "fuzz.yaml", configs.LoadOptions{})
+		if err != nil {
+			requireUserError(t, []string{text}, err)
+			return
+		}
+		prog, info, err := Lower(cfg)
+		if err != nil {
+			requireUserError(t, []string{text}, err)
+			return
+		}
+		res, err := chip.Run(cfg, prog, chip.Options{})
+		if err != nil {
+			t.Fatalf("%s: the run failed: %v", text, err)
+		}
+		h := &cfg.Hardware
+		rate, _ := h.MatmulRate(isa.BF16, 0)
+		sim := res.SimTime.Seconds()
+		if b := float64(info.Model.MatmulFLOPs) / (h.PeakBaseFLOPSPerCore() * rate); sim < b*0.999 {
+			t.Fatalf("%s: %.3f us beats the matmuls at peak (%.3f us)", text, sim*1e6, b*1e6)
+		}
+		if b := float64(info.MinHBMBytes) / (float64(h.Core.DMA.Engines) * h.Core.DMA.EngineBandwidthGBps * 1e9); sim < b*0.999 {
+			t.Fatalf("%s: %.3f us beats its least bytes at the DMA bandwidth (%.3f us)", text, sim*1e6, b*1e6)
+		}
+	})
+}

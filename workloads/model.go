@@ -184,7 +184,21 @@ func modelInfo(cfg *configs.RunConfig, c *zoo.Config, g *graph.Graph, pass nn.Pa
 			mi.ActivationBytes += t.Bytes()
 		}
 	}
+	// The weights a pass reads: every matmul weight, of a mixture of
+	// experts only the experts the tokens reach.
+	partial := map[*graph.Tensor]int64{}
+	for _, o := range g.Ops {
+		if o.Kind == graph.MoEExperts {
+			for _, w := range o.Inputs[3:6] {
+				partial[w] += w.Bytes() / o.Attrs.Experts * o.ExpertsTouched()
+			}
+		}
+	}
 	for t := range matmul {
+		if p, ok := partial[t]; ok {
+			mi.WeightReadBytes += min(p, t.Bytes())
+			continue
+		}
 		mi.WeightReadBytes += t.Bytes()
 	}
 	for _, t := range g.Tensors {

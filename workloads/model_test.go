@@ -27,7 +27,7 @@ func modelConfig(t *testing.T, preset, model, pass string, layers int) *configs.
 // both physical bounds (the matmuls at peak, the least HBM bytes at the
 // core's DMA bandwidth).
 func TestModelsLowerAndRun(t *testing.T) {
-	models := []string{"llama-3.2-1b", "mistral-7b", "qwen2-7b", "gpt2", "bert-base"}
+	models := []string{"llama-3.2-1b", "mistral-7b", "qwen2-7b", "gpt2", "bert-base", "mixtral-8x7b"}
 	passes := []string{"mode: prefill, seq: 130", "mode: decode, context: 257, batch: 2"}
 	for _, preset := range []string{"trn1", "inf2", "trn2", "trn3"} {
 		for _, model := range models {
@@ -71,13 +71,12 @@ func TestModelFitsOneCore(t *testing.T) {
 	assert.Contains(t, info.Notes, "warning: the whole model does not fit one NeuronCore's HBM (15.0 GiB against 12.0 GiB)")
 }
 
-// Errors name the field: a zoo name that is not there, more layers than
-// the model has, a mixture of experts (not lowered yet).
+// Errors name the field: a zoo name that is not there, more positions or
+// layers than the model has.
 func TestModelErrors(t *testing.T) {
 	for _, tc := range []struct{ model, pass, want string }{
 		{"llama-9", "mode: prefill, seq: 8", `workload.model.name: unknown model "llama-9"`},
 		{"gpt2", "mode: prefill, seq: 2000", "2000 positions (0 past + 2000 new) are more than max_position_embeddings 1024"},
-		{"mixtral-8x7b", "mode: decode, context: 64", "router_topk (topk): not lowered yet"},
 	} {
 		_, _, err := Lower(modelConfig(t, "trn2", tc.model, tc.pass, 1))
 		require.Error(t, err, tc.model)

@@ -37,8 +37,12 @@ func topkKernel(dt isa.DType, rows, cols, k int64, opID int32) *tile.Kernel {
 		vt := b.Tile("v", isa.MemSBUF, dt, []int64{128, k}, 2)
 		it := b.Tile("i", isa.MemSBUF, isa.FP32, []int64{128, k}, 2)
 		ii := b.Tile("ii", isa.MemSBUF, isa.INT32, []int64{128, k}, 2)
-		all := func(t *tile.Tile, c int64) tile.Access { return t.At(tile.R(tile.C(0), n), tile.R(tile.C(0), tile.C(c))) }
-		col := func(t *tile.Tile, j int64) tile.Access { return t.At(tile.R(tile.C(0), n), tile.RS(tile.C(j), tile.C(1))) }
+		all := func(t *tile.Tile, c int64) tile.Access {
+			return t.At(tile.R(tile.C(0), n), tile.R(tile.C(0), tile.C(c)))
+		}
+		col := func(t *tile.Tile, j int64) tile.Access {
+			return t.At(tile.R(tile.C(0), n), tile.RS(tile.C(j), tile.C(1)))
+		}
 		b.Add(&tile.Op{Opcode: isa.OpDMACopy, Any: true, Outs: []tile.Access{all(xt, cols)}, Ins: []tile.Access{x.At(tile.RS(r.MulC(128), n), tile.R(tile.C(0), tile.C(cols)))}, OpID: opID})
 		for j := int64(0); j < k; j++ {
 			vec(b, isa.OpTensorReduce, col(vt, j), isa.ALUMax, all(xt, cols))

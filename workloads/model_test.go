@@ -3,6 +3,7 @@ package workloads
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,4 +147,47 @@ func FuzzModel(f *testing.F) {
 			t.Fatalf("%s: %.3f us beats its least bytes at the DMA bandwidth (%.3f us)", text, sim*1e6, b*1e6)
 		}
 	})
+}
+
+// Lowering quality (issue 11): inside a simulated Llama-3-8B layer at 4096
+// tokens on trn2, each Linear keeps TensorE busy for at most 1.11x the
+// TensorE busy time of the automatic GEMM plan on the same shape run on
+// its own.
+func TestLinearInLayerMatchesItsGEMM(t *testing.T) {
+	cfg := modelConfig(t, "trn2", "llama-3-8b", "mode: prefill, seq: 4096", 1)
+	prog, info, err := Lower(cfg)
+	require.NoError(t, err)
+	res, err := chip.Run(cfg, prog, chip.Options{})
+	require.NoError(t, err)
+	busy := map[int32]float64{}
+	for _, o := range res.Ops {
+		busy[o.ID] = o.Busy[isa.EngineTensor].Seconds()
+	}
+	g, err := ModelConfig(cfg)
+	require.NoError(t, err)
+	shapes := map[string][2]int64{ // in, out
+		"q_proj": {g.Hidden, g.Heads * g.HeadDim}, "k_proj": {g.Hidden, g.KVHeads * g.HeadDim}, "v_proj": {g.Hidden, g.KVHeads * g.HeadDim},
+		"o_proj": {g.Heads * g.HeadDim, g.Hidden}, "gate_proj": {g.Hidden, g.Intermediate}, "up_proj": {g.Hidden, g.Intermediate}, "down_proj": {g.Intermediate, g.Hidden},
+	}
+	standalone := map[[2]int64]float64{}
+	for _, o := range info.Ops {
+		if o.Kind != "linear" || o.Name == "lm_head" {
+			continue
+		}
+		var kn [2]int64
+		for suffix, s := range shapes {
+			if strings.HasSuffix(o.Name, suffix) {
+				kn = s
+			}
+		}
+		require.NotZero(t, kn[0], o.Name)
+		if _, ok := standalone[kn]; !ok {
+			gcfg := gemmConfig(t, "hardware.preset=trn2", "workload.gemm.m=4096", fmt.Sprintf("workload.gemm.k=%d", kn[0]), fmt.Sprintf("workload.gemm.n=%d", kn[1]), "workload.gemm.a_layout=mk")
+			r, _ := simulate(t, gcfg)
+			standalone[kn] = r.Chips[0].Cores[0].Engines[isa.EngineTensor].Busy.Seconds()
+		}
+		ratio := busy[o.ID] / standalone[kn]
+		t.Logf("%s [4096 x %d x %d]: TensorE busy %.1f us in the layer, %.1f us alone: %.3fx", o.Name, kn[0], kn[1], busy[o.ID]*1e6, standalone[kn]*1e6, ratio)
+		assert.LessOrEqual(t, ratio, 1.11, o.Name)
+	}
 }

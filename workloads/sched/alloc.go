@@ -284,6 +284,19 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 				}
 				var off int64
 				pinned := t.Offset >= 0 || t.Bank >= 0
+				if !pinned {
+					// Unpinned tiles come in order of their first use: a
+					// tile dead before this one starts can meet no later
+					// one either (the result is the same; the scan stays
+					// as short as the tiles live at once).
+					kept := done[:0]
+					for _, p := range done {
+						if p.live[1] >= ti.live[0] {
+							kept = append(kept, p)
+						}
+					}
+					done = kept
+				}
 				if pinned {
 					off = t.Offset
 					if t.Bank >= 0 {

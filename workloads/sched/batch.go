@@ -380,7 +380,7 @@ func (c *compiled) newNest(root *tile.Loop) *nestInfo {
 	}
 	n.codes = kept
 	nest := func(v int) bool { return n.isVar[v] }
-	depths := loopDepths(c.k)
+	depths := c.depths
 	loopOf := map[int]*tile.Loop{}
 	for _, l := range n.loops {
 		loopOf[l.Var.Index] = l

@@ -10,7 +10,9 @@ import (
 // compiled is a kernel ready to walk: its placement, its ops with their
 // body tables, and the stream layout.
 type compiled struct {
-	k               *tile.Kernel
+	k *tile.Kernel
+	// depths is each loop variable's nesting depth (loopDepths).
+	depths          []int
 	tg              *Target
 	opts            Options
 	lay             *layout
@@ -221,6 +223,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		c.coreSlot[core] = i
 	}
 	depths := loopDepths(k)
+	c.depths = depths
 	c.loops, c.conds = make([]*loopInfo, k.Blocks), make([]*tile.Code, k.Blocks)
 	var cc tile.Compiler
 	var prep func(stmts []tile.Stmt)

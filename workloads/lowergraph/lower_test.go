@@ -70,12 +70,13 @@ func TestMLPBlockLowers(t *testing.T) {
 // An op the lowering does not have yet is one error naming it.
 func TestUnloweredOpIsNamed(t *testing.T) {
 	b := graph.NewBuilder()
-	x := b.Input("x", []int64{4, 8}, isa.BF16)
-	b.Output(b.AddMulti(graph.TopK, "router.topk", graph.Attrs{TopK: 2}, x)[0])
+	x := b.Input("x", []int64{2, 4, 8}, isa.BF16)
+	y := b.Input("y", []int64{2, 8, 16}, isa.BF16)
+	b.Output(b.Add(graph.MatMul, "scores.bmm", graph.Attrs{}, x, y))
 	g, err := b.Graph()
 	require.NoError(t, err)
 	cfg, err := configs.LoadDefault(configs.LoadOptions{})
 	require.NoError(t, err)
 	_, err = lowergraph.Lower(g, workloads.Target(cfg), "t")
-	assert.ErrorContains(t, err, "router.topk (topk): not lowered yet")
+	assert.ErrorContains(t, err, "scores.bmm (matmul): not lowered yet")
 }

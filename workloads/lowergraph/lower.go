@@ -171,6 +171,8 @@ func (l *lowering) lowerOp(o *graph.Op) error {
 		return nil
 	case graph.Linear:
 		return l.linear(o)
+	case graph.MatMul:
+		return l.matmul(o)
 	case graph.AddOp, graph.MulOp:
 		return l.binary(o)
 	case graph.SiLU, graph.GELU, graph.ReLU, graph.Tanh:
@@ -190,7 +192,7 @@ func (l *lowering) lowerOp(o *graph.Op) error {
 var extraLowerings = map[graph.Kind]func(l *lowering, o *graph.Op) error{}
 
 func loweredKinds() []string {
-	out := []string{"reshape", "permute", "linear", "add", "mul", "silu", "gelu", "relu", "tanh", "swiglu", "split"}
+	out := []string{"reshape", "permute", "linear", "matmul", "add", "mul", "silu", "gelu", "relu", "tanh", "swiglu", "split"}
 	for k := range extraLowerings {
 		out = append(out, string(k))
 	}
@@ -246,6 +248,29 @@ func (l *lowering) linear(o *graph.Op) error {
 		return l.biasAdd(tmp, l.tensor2D(bias), target, m, n, out.DType)
 	}
 	return l.inline(k, map[string]*tile.Tile{"A": l.tensor2D(x), "B": l.weightKN(w), "C": target})
+}
+
+// matmul lowers a (batched) matmul a [..., m, k] @ b [..., k, n] as the
+// GEMM's batch of independent GEMMs: a's storage [batch*m, k] is the mk
+// layout, b's [batch*k, n] the GEMM's B.
+func (l *lowering) matmul(o *graph.Op) error {
+	a, bt, out := o.Inputs[0], o.Inputs[1], o.Outputs[0]
+	r := len(a.Shape)
+	m, kd, n := a.Shape[r-2], a.Shape[r-1], bt.Shape[r-1]
+	batch := a.Elements() / (m * kd)
+	if a.DType != bt.DType {
+		return l.errf("operands in %s and %s are not lowered yet", a.DType, bt.DType)
+	}
+	g := kernels.GEMM{M: m, K: kd, N: n, Batch: batch, In: a.DType, Out: out.DType, AMK: true}
+	plan, err := kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
+	if err != nil {
+		return l.errf("%v", err)
+	}
+	k, err := plan.Kernel()
+	if err != nil {
+		return err
+	}
+	return l.inline(k, map[string]*tile.Tile{"A": l.tensor2D(a), "B": l.tensor2D(bt), "C": l.tensor2D(out)})
 }
 
 // elementwise inlines the elementwise kernel over [rows, cols].

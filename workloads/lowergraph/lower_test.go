@@ -70,13 +70,25 @@ func TestMLPBlockLowers(t *testing.T) {
 // An op the lowering does not have yet is one error naming it.
 func TestUnloweredOpIsNamed(t *testing.T) {
 	b := graph.NewBuilder()
-	x := b.Input("x", []int64{2, 4, 8}, isa.BF16)
-	y := b.Input("y", []int64{2, 8, 16}, isa.BF16)
-	b.Output(b.Add(graph.MatMul, "scores.bmm", graph.Attrs{}, x, y))
+	x := b.Input("x", []int64{4, 8}, isa.BF16)
+	b.Output(b.Add(graph.GELU, "act", graph.Attrs{}, x))
+	b.Output(b.Add(graph.MatMul, "scores.bmm", graph.Attrs{}, b.Input("p", []int64{2, 4, 8}, isa.BF16), b.Input("q", []int64{2, 8, 16}, isa.FP32)))
 	g, err := b.Graph()
 	require.NoError(t, err)
 	cfg, err := configs.LoadDefault(configs.LoadOptions{})
 	require.NoError(t, err)
 	_, err = lowergraph.Lower(g, workloads.Target(cfg), "t")
-	assert.ErrorContains(t, err, "scores.bmm (matmul): not lowered yet")
+	assert.ErrorContains(t, err, "scores.bmm (matmul): operands in bf16 and fp32 are not lowered yet")
+}
+
+// A batched matmul lowers as the GEMM's batch and does its FLOPs once.
+func TestBMMLowers(t *testing.T) {
+	b := graph.NewBuilder()
+	x := b.Input("x", []int64{3, 200, 64}, isa.BF16)
+	y := b.Input("y", []int64{3, 64, 700}, isa.BF16)
+	b.Output(b.Add(graph.MatMul, "bmm", graph.Attrs{}, x, y))
+	g, err := b.Graph()
+	require.NoError(t, err)
+	res, _ := run(t, g, "trn2")
+	assert.InDelta(t, float64(g.FLOPs()), res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, 1)
 }

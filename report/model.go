@@ -55,7 +55,7 @@ type ModelMemory struct {
 }
 
 const (
-	mfuDefinition = "(matmul FLOPs + attention FLOPs) / time / dense peak of the matmuls' dtype x cores; matmul FLOPs are 2 x N per token, N the parameters that take part in a matmul (the embedding gather excluded), the LM head counted for the positions whose logits the pass computes (the last of each sequence); attention counts the scores and values the causal mask keeps (half the full square for a prompt)"
+	mfuDefinition = "(matmul FLOPs + attention FLOPs) / time / dense peak of the dtypes and modes the matmuls run in (FLOPs-weighted, as HFU's) x cores; matmul FLOPs are 2 x N per token, N the parameters that take part in a matmul (the embedding gather excluded), the LM head counted for the positions whose logits the pass computes (the last of each sequence); attention counts the scores and values the causal mask keeps (half the full square for a prompt)"
 	mbuDefinition = "(matmul weights + KV cache read by the pass) / time / (HBM bandwidth x cores used / cores per chip)"
 )
 
@@ -87,8 +87,13 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
 			m.TPOTS = sim
 		}
 		cores := float64(max(r.CoresUsed, 1))
-		rate, _ := h.MatmulRate(info.DType, 0)
-		peak := h.PeakBaseFLOPSPerCore() * rate * cores
+		// The peak of the dtypes and modes the matmuls ran in (the
+		// report's, FLOPs-weighted), else the activations' dtype.
+		peak := r.PeakTFLOPS * 1e12
+		if peak <= 0 {
+			rate, _ := h.MatmulRate(info.DType, 0)
+			peak = h.PeakBaseFLOPSPerCore() * rate * cores
+		}
 		flops := float64(mi.MatmulFLOPs + mi.AttentionFLOPs)
 		m.MFUPct = 100 * flops / sim / peak
 		bw := h.Chip.HBM.BandwidthGBps * 1e9 * cores / float64(max(h.Chip.Cores, 1))

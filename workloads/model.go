@@ -84,8 +84,11 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return nil, nil, err
 	}
 	wdt, _ := isa.ParseDType(m.WeightsDType)
-	if wdt != isa.BF16 {
-		return nil, nil, cfg.FieldError("workload.model.weights_dtype", "%s weights are not lowered yet (bf16 is)", m.WeightsDType)
+	if wdt == isa.INT8 {
+		return nil, nil, cfg.FieldError("workload.model.weights_dtype", "int8 weights are not lowered yet (bf16 is, and fp8e4 on hardware with FP8 double-row matmuls)")
+	}
+	if wdt.IsFP8() && !cfg.Hardware.Core.Tensor.FP8DoubleRow {
+		return nil, nil, cfg.FieldError("workload.model.weights_dtype", "%s weights run in FP8 double-row matmuls, which %s does not have; dequantising them to bf16 is not lowered yet", m.WeightsDType, cfg.Hardware.Name)
 	}
 	if m.Layers > c.Layers {
 		return nil, nil, cfg.FieldError("workload.model.layers", "%d is more than the model's %d layers", m.Layers, c.Layers)

@@ -191,3 +191,28 @@ func TestLinearInLayerMatchesItsGEMM(t *testing.T) {
 		assert.LessOrEqual(t, ratio, 1.11, o.Name)
 	}
 }
+
+// FP8 weights run as FP8 double-row matmuls where the hardware has them
+// (the activations cast by a DMA pass), with fewer weight bytes; elsewhere,
+// and for int8, the error names the field.
+func TestFP8Weights(t *testing.T) {
+	for _, preset := range []string{"trn2"} { // the presets with double row (trn3's is not sourced)
+		bf := modelConfig(t, preset, "llama-3.2-1b", "mode: decode, context: 300", 1)
+		cfg := modelConfig(t, preset, "llama-3.2-1b", "mode: decode, context: 300, weights_dtype: fp8e4", 1)
+		prog, info, err := Lower(cfg)
+		require.NoError(t, err)
+		res, err := chip.Run(cfg, prog, chip.Options{})
+		require.NoError(t, err)
+		_, binfo, err := Lower(bf)
+		require.NoError(t, err)
+		assert.Less(t, info.Model.WeightBytes, binfo.Model.WeightBytes, preset)
+		assert.Greater(t, res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, 0.0)
+	}
+	for _, preset := range []string{"trn1", "inf2", "trn3"} {
+		_, _, err := Lower(modelConfig(t, preset, "llama-3.2-1b", "mode: decode, context: 300, weights_dtype: fp8e4", 1))
+		assert.ErrorContains(t, err, "workload.model.weights_dtype: fp8e4 weights run in FP8 double-row matmuls", preset)
+	}
+	var err error
+	_, _, err = Lower(modelConfig(t, "trn2", "llama-3.2-1b", "mode: decode, context: 300, weights_dtype: int8", 1))
+	assert.ErrorContains(t, err, "workload.model.weights_dtype: int8 weights are not lowered yet")
+}

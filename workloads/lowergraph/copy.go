@@ -20,9 +20,15 @@ func chunkCols(dt isa.DType, cols int64) int64 { return min(cols, 8192/int64(dt.
 // copyKernel copies a window of SRC [srcRows, srcCols] into DST [w.rows,
 // cols] through SBUF, 128 rows and a chunk of columns at a time.
 func copyKernel(dt isa.DType, srcRows, srcCols, cols int64, w copyWindow, opID int32) *tile.Kernel {
+	return castKernel(dt, dt, srcRows, srcCols, cols, w, opID)
+}
+
+// castKernel is copyKernel into a DST of another dtype: the store casts
+// (a DMA converts as it writes).
+func castKernel(dt, out isa.DType, srcRows, srcCols, cols int64, w copyWindow, opID int32) *tile.Kernel {
 	k := tile.New("copy")
 	src := k.Tensor("SRC", dt, tile.Input, srcRows, srcCols)
-	dst := k.Tensor("DST", dt, tile.Output, w.rows, cols)
+	dst := k.Tensor("DST", out, tile.Output, w.rows, cols)
 	free := chunkCols(dt, cols)
 	k.Root().For("r", tile.C(0), tile.C(ceilDiv(w.rows, 128)), tile.Parallel, func(b *tile.Block, r tile.Expr) {
 		n := tile.Min(tile.C(128), tile.C(w.rows).Sub(r.MulC(128)))

@@ -50,6 +50,7 @@ type lowering struct {
 	store   map[*graph.Tensor]*tile.Tile
 	names   map[string]int
 	weights map[*graph.Tensor]*tile.Tile // Linear weights, stored [in, out]
+	casts   map[*graph.Tensor]*tile.Tile // activations cast for FP8 matmuls
 	res     *Result
 	op      *graph.Op
 	id      int32
@@ -59,7 +60,7 @@ type lowering struct {
 // Lower lowers g for the target.
 func Lower(g *graph.Graph, tg *sched.Target, name string) (*Result, error) {
 	l := &lowering{g: g, tg: tg, k: tile.New(sanitize(name)), store: map[*graph.Tensor]*tile.Tile{}, names: map[string]int{},
-		weights: map[*graph.Tensor]*tile.Tile{}, res: &Result{}}
+		weights: map[*graph.Tensor]*tile.Tile{}, casts: map[*graph.Tensor]*tile.Tile{}, res: &Result{}}
 	for _, o := range g.Ops {
 		l.op, l.id = o, int32(o.ID+1)
 		if err := l.lowerOp(o); err != nil {
@@ -222,12 +223,13 @@ func (l *lowering) weightKN(w *graph.Tensor) *tile.Tile {
 
 func (l *lowering) linear(o *graph.Op) error {
 	x, w, bias := o.Inputs[0], o.Inputs[1], o.Inputs[2]
-	if w.DType != x.DType {
-		return l.errf("weights in %s with activations in %s are not lowered yet (give weights_dtype equal to the activations')", w.DType, x.DType)
-	}
 	m, kd := rowsCols(x)
 	n := w.Shape[0]
-	g := kernels.GEMM{M: m, K: kd, N: n, In: x.DType, Out: x.DType, AMK: true}
+	a, err := l.matmulInput(x, w.DType, m, kd)
+	if err != nil {
+		return err
+	}
+	g := kernels.GEMM{M: m, K: kd, N: n, In: w.DType, Out: x.DType, AMK: true}
 	plan, err := kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
 	if err != nil {
 		return l.errf("%v", err)
@@ -242,12 +244,39 @@ func (l *lowering) linear(o *graph.Op) error {
 		// The GEMM writes a temporary; the bias is added as it is copied
 		// out.
 		tmp := l.k.Tensor(l.unique(out.Name+"_nobias"), out.DType, tile.Temp, m, n)
-		if err := l.inline(k, map[string]*tile.Tile{"A": l.tensor2D(x), "B": l.weightKN(w), "C": tmp}); err != nil {
+		if err := l.inline(k, map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": tmp}); err != nil {
 			return err
 		}
 		return l.biasAdd(tmp, l.tensor2D(bias), target, m, n, out.DType)
 	}
-	return l.inline(k, map[string]*tile.Tile{"A": l.tensor2D(x), "B": l.weightKN(w), "C": target})
+	return l.inline(k, map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": target})
+}
+
+// matmulInput is the activation x [rows, cols] as a matmul with weights
+// in wdt reads it: x itself, or, for FP8 weights, x cast to FP8 by a DMA
+// pass (per tensor, as Neuron's FP8 matmuls take both operands in FP8),
+// so TensorE runs the FP8 double-row mode. FP8 weights need that mode
+// (NeuronCore-v3; NeuronCore-v4's is not sourced); dequantising them to BF16 on NeuronCore-v2,
+// and int8 weights, are not lowered yet.
+func (l *lowering) matmulInput(x *graph.Tensor, wdt isa.DType, rows, cols int64) (*tile.Tile, error) {
+	if wdt == x.DType {
+		return l.tensor2D(x), nil
+	}
+	if !wdt.IsFP8() || x.DType.IsFP8() {
+		return nil, l.errf("weights in %s with activations in %s are not lowered yet", wdt, x.DType)
+	}
+	if !l.tg.Limits.FP8DoubleRow {
+		return nil, l.errf("%s weights run in FP8 double-row matmuls, which this hardware does not have (NeuronCore-v3); dequantising them to %s is not lowered yet", wdt, x.DType)
+	}
+	if s, ok := l.casts[x]; ok {
+		return s, nil
+	}
+	s := l.k.Tensor(l.unique(x.Name+"_"+wdt.String()), wdt, tile.Temp, rows, cols)
+	if err := l.inline(castKernel(x.DType, wdt, rows, cols, cols, copyWindow{rows: rows, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": l.tensor2D(x), "DST": s}); err != nil {
+		return nil, err
+	}
+	l.casts[x] = s
+	return s, nil
 }
 
 // matmul lowers a (batched) matmul a [..., m, k] @ b [..., k, n] as the

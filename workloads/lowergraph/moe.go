@@ -109,7 +109,8 @@ func combineKernel(dt isa.DType, rows, cols, n, row0, k, pick int64, first bool,
 // spread evenly over the experts (at most all of them), so each expert
 // reached runs its gated MLP on an equal share of the picks. Each share is
 // copied out of the tokens (standing for the indirect gather of its rows),
-// multiplied by the expert's weights through the GEMM plan search, and
+// multiplied by the expert's weights through the GEMM plan search (for
+// FP8 weights, its inputs cast to FP8 on the way), and
 // added, scaled by its routing weights, into the output rows it came
 // from. Which tokens pick which expert is data; the balanced split is the
 // lowering's assumption (a note says so).
@@ -119,8 +120,17 @@ func (l *lowering) moe(o *graph.Op) error {
 	e, k := o.Attrs.Experts, o.Attrs.TopK
 	f := o.Inputs[3].Shape[1]
 	dt, wdt := x.DType, o.Inputs[3].DType
-	if wdt != dt {
-		return l.errf("expert weights in %s with activations in %s are not lowered yet", wdt, dt)
+	if wdt != dt && (!wdt.IsFP8() || !l.tg.Limits.FP8DoubleRow) {
+		return l.errf("expert weights in %s with activations in %s are not lowered yet (FP8 weights are, where TensorE has FP8 double-row matmuls)", wdt, dt)
+	}
+	// toW casts a [rows, cols] activation to the weights' dtype (FP8
+	// weights: both matmul operands in FP8).
+	toW := func(src *tile.Tile, rows, cols int64, name string) (*tile.Tile, error) {
+		if wdt == dt {
+			return src, nil
+		}
+		c := l.k.Tensor(l.unique(name), wdt, tile.Temp, rows, cols)
+		return c, l.inline(castKernel(dt, wdt, rows, cols, cols, copyWindow{rows: rows, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": src, "DST": c})
 	}
 	touched := o.ExpertsTouched()
 	share := ceilDiv(t*k, touched) // picks per expert reached
@@ -128,7 +138,7 @@ func (l *lowering) moe(o *graph.Op) error {
 	l.res.Notes = append(l.res.Notes, fmt.Sprintf("%s: balanced routing assumed: %d of %d experts reached, %d token picks each", o.Name, touched, e, share))
 	xT, wT, outT := l.tensor2D(x), l.tensor2D(weights), l.tensor2D(out)
 	gemm := func(m, kd, n int64, a, b, c *tile.Tile) error {
-		plan, err := kernels.PlanGEMM(kernels.GEMM{M: m, K: kd, N: n, In: dt, Out: dt, AMK: true}, kernels.GEMMOptions{OpID: l.id}, l.tg)
+		plan, err := kernels.PlanGEMM(kernels.GEMM{M: m, K: kd, N: n, In: wdt, Out: dt, AMK: true}, kernels.GEMMOptions{OpID: l.id}, l.tg)
 		if err != nil {
 			return l.errf("%v", err)
 		}
@@ -141,8 +151,8 @@ func (l *lowering) moe(o *graph.Op) error {
 	for ex := int64(0); ex < touched; ex++ {
 		name := fmt.Sprintf("%s_%d", o.Name, ex)
 		row0 := (ex * share) % max(t-share+1, 1)
-		xe := l.k.Tensor(l.unique(name+"_x"), dt, tile.Temp, share, h)
-		if err := l.inline(copyKernel(dt, t, h, h, copyWindow{rows: share, row0: row0, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": xT, "DST": xe}); err != nil {
+		xe := l.k.Tensor(l.unique(name+"_x"), wdt, tile.Temp, share, h)
+		if err := l.inline(castKernel(dt, wdt, t, h, h, copyWindow{rows: share, row0: row0, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": xT, "DST": xe}); err != nil {
 			return err
 		}
 		w1 := l.k.Tensor(l.unique(name+"_w1"), wdt, tile.Input, h, f)
@@ -167,7 +177,11 @@ func (l *lowering) moe(o *graph.Op) error {
 			map[string]*tile.Tile{"X": s, "Y": u, "OUT": hh}); err != nil {
 			return err
 		}
-		if err := gemm(share, f, h, hh, w2, y); err != nil {
+		hw, err := toW(hh, share, f, name+"_h_"+wdt.String())
+		if err != nil {
+			return err
+		}
+		if err := gemm(share, f, h, hw, w2, y); err != nil {
 			return err
 		}
 		if err := l.inline(combineKernel(dt, t, h, share, row0, k, ex%k, ex == 0 && share == t, l.id),

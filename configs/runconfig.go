@@ -92,6 +92,9 @@ type ModelWorkload struct {
 	// WeightsDType is the matmul weights' dtype: bf16 (fp8e4 and int8
 	// come with quantised lowering).
 	WeightsDType string `yaml:"weights_dtype"`
+	// Exact simulates every layer; by default identical layers reuse the
+	// timing of the last one simulated (two are).
+	Exact bool `yaml:"exact"`
 }
 
 // GEMMWorkload is C[M,N] = A[M,K] @ B[K,N].

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 
+	"github.com/trnsim/trnsim/chip"
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/workloads"
 )
@@ -18,11 +19,17 @@ type ModelReport struct {
 	Seq    int64 `json:"seq"`
 	Past   int64 `json:"past"`
 	Tokens int64 `json:"tokens,omitempty"`
-	// Layers simulated of LayersTotal: every figure is for those layers
-	// plus the embedding and the head.
-	Layers      int64 `json:"layers"`
-	LayersTotal int64 `json:"layers_total"`
-	Params      int64 `json:"params"`
+	// Layers of LayersTotal: every model figure is for those layers plus
+	// the embedding and the head. SimulatedLayers were simulated; the
+	// others reuse the last one's LayerTimeS (TimeS is then the
+	// simulated time plus theirs; without reuse it is the simulated
+	// time).
+	Layers          int64   `json:"layers"`
+	LayersTotal     int64   `json:"layers_total"`
+	SimulatedLayers int64   `json:"simulated_layers"`
+	LayerTimeS      float64 `json:"layer_time_s,omitempty"`
+	TimeS           float64 `json:"time_s"`
+	Params          int64   `json:"params"`
 	// TokensPerS is tokens processed per second (prefill: the prompts'
 	// tokens; decode: one per sequence per step); TTFTS the prefill's
 	// time (time to first token), TPOTS a decode step's (time per output
@@ -60,15 +67,28 @@ const (
 )
 
 // buildModel fills the model figures.
-func buildModel(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
+func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, r *Report) {
 	mi := info.Model
 	if mi == nil {
 		return
 	}
 	h := &cfg.Hardware
 	sim := r.SimulatedTimeS
+	// Layer reuse: the last simulated layer's time (its ops' last end
+	// after the layer before's) for each layer not simulated.
+	var layerTime float64
+	if mi.SimLayers < mi.Layers && mi.SimLayers >= 2 {
+		ends := map[int64]float64{}
+		for _, o := range res.Ops {
+			if l, ok := mi.LayerOf[o.ID]; ok && o.End > 0 {
+				ends[l] = max(ends[l], o.End.Seconds())
+			}
+		}
+		layerTime = ends[mi.SimLayers-1] - ends[mi.SimLayers-2]
+		sim += float64(mi.Layers-mi.SimLayers) * layerTime
+	}
 	m := &ModelReport{Model: mi.Model, Family: mi.Family, Mode: mi.Mode, Batch: mi.Batch, Seq: mi.Seq, Past: mi.Past, Tokens: mi.Tokens,
-		Layers: mi.Layers, LayersTotal: mi.LayersTotal, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
+		Layers: mi.Layers, LayersTotal: mi.LayersTotal, SimulatedLayers: mi.SimLayers, LayerTimeS: layerTime, TimeS: sim, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
 		Memory:           ModelMemory{WeightsBytes: mi.WeightBytes, ActivationsBytes: mi.ActivationBytes, KVCacheBytes: mi.KVCacheBytes},
 		HBMCapacityBytes: mi.HBMCapacityBytes}
 	m.MinHBMBytes = info.MinHBMBytes
@@ -111,6 +131,9 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 	layers := fmt.Sprintf("%d layers", m.Layers)
 	if m.Layers < m.LayersTotal {
 		layers = fmt.Sprintf("%d of %d layers (figures are for those, the embedding and the head)", m.Layers, m.LayersTotal)
+	}
+	if m.SimulatedLayers < m.Layers {
+		layers += fmt.Sprintf("; %d simulated, the rest at the last one's %s", m.SimulatedLayers, fmtSeconds(m.LayerTimeS))
 	}
 	switch m.Mode {
 	case "prefill":

@@ -508,7 +508,7 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 		return nil, err
 	}
 	r.Ops = ops
-	buildModel(cfg, info, r)
+	buildModel(cfg, info, res, r)
 	return r, nil
 }
 

@@ -21,8 +21,13 @@ type ModelInfo struct {
 	// tokens generated) describe it.
 	Mode                     string
 	Batch, Seq, Past, Tokens int64
-	// Layers simulated of LayersTotal.
-	Layers, LayersTotal int64
+	// Layers the figures are for, of LayersTotal; SimLayers those
+	// simulated (fewer when identical layers reuse the timing of the last
+	// one simulated: the report adds Layers - SimLayers times its time).
+	Layers, LayersTotal, SimLayers int64
+	// LayerOf maps a simulated op's id to its layer (absent: the
+	// embedding, the head).
+	LayerOf map[int32]int64
 	// Params counts the model's parameters; MatmulParams those that take
 	// part in a matmul (the embedding gather excluded, a tied head
 	// included): MFU's N.
@@ -115,15 +120,32 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if name == "" {
 		name = fmt.Sprintf("%s %s", c.Name, m.Mode)
 	}
-	res, err := lowergraph.Lower(g, tg, "model")
+	// Identical layers: simulate two (the second sees the first's
+	// overlap with it, as every later layer does) and reuse the second's
+	// time for the rest, unless exact.
+	sim := g
+	mi.SimLayers = mi.Layers
+	if !m.Exact && mi.Layers > reuseLayers && identicalLayers(c) {
+		mi.SimLayers = reuseLayers
+		if sim, err = c.Build(zoo.BuildOptions{Pass: pass, Layers: reuseLayers, WeightDType: wdt}); err != nil {
+			return nil, nil, cfg.FieldError("workload.model", "%v", err)
+		}
+	}
+	res, err := lowergraph.Lower(sim, tg, "model")
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
+	}
+	mi.LayerOf = map[int32]int64{}
+	for _, o := range res.Ops {
+		if l, ok := zoo.LayerOf(o.Name); ok {
+			mi.LayerOf[o.ID] = l
+		}
 	}
 	p, err := compile(cfg, res.Kernel, modelFit)
 	if err != nil {
 		return nil, nil, err
 	}
-	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(g.FLOPs()), MinHBMBytes: g.MinHBMBytes(),
+	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()), MinHBMBytes: sim.MinHBMBytes(),
 		Model: mi, Notes: res.Notes, Choices: []Choice{queueChoice(cfg)}}
 	info.Shape = []Dim{{"batch", pass.Batch}, {"seq", pass.Seq}, {"past", pass.Past}, {"layers", mi.Layers}}
 	for _, o := range res.Ops {
@@ -135,11 +157,29 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			info.Notes = append(info.Notes, fmt.Sprintf("warning: the whole model does not fit one NeuronCore's HBM (%s against %s)", sizeGiB(full), sizeGiB(mi.HBMCapacityBytes)))
 		}
 	}
+	if mi.SimLayers < mi.Layers {
+		info.Notes = append(info.Notes, fmt.Sprintf("layer reuse: %d of the %d layers simulated, the rest at the last one's time (the model figures; the engine, DMA and HBM figures are the %d layers'); --exact simulates every layer",
+			mi.SimLayers, mi.Layers, mi.SimLayers))
+	}
 	if m.Mode == "decode" && m.Tokens > 1 {
 		info.Notes = append(info.Notes, fmt.Sprintf("decode: the step at context %d is simulated; the %d tokens are reported at its time per token (the KV cache grows %.1f%% over them, not simulated)",
 			m.Context, m.Tokens, 100*float64(m.Tokens)/float64(m.Context)))
 	}
 	return p.Program, info, nil
+}
+
+// reuseLayers is how many layers the reuse mode simulates.
+const reuseLayers = 2
+
+// identicalLayers reports whether every layer has the same shape and work
+// (no per-layer sliding windows that differ).
+func identicalLayers(c *zoo.Config) bool {
+	for _, w := range c.Windows {
+		if w != c.Windows[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // modelInfo counts the model's parameters and footprint.

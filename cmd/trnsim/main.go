@@ -94,7 +94,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var opts runner.Options
 	var sets []string
 	var preset, window string
-	var quiet, sweepBase bool
+	var quiet, sweepBase, exact bool
 	cmd := &cobra.Command{
 		Use:   "run [config.yaml | kernel.asm]",
 		Short: "Simulate a run config or an assembly kernel (no argument: the embedded default)",
@@ -129,6 +129,12 @@ exits with 130 or 143.`,
 			}
 			if err != nil {
 				return err
+			}
+			if exact {
+				if cfg.Workload.Kind != "model" {
+					return fmt.Errorf("--exact: for model workloads (this one is %s)", cfg.Workload.Kind)
+				}
+				cfg.Workload.Model.Exact = true
 			}
 			if !quiet {
 				opts.Progress = stderr
@@ -166,6 +172,7 @@ exits with 130 or 143.`,
 	f.StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
 	f.BoolVar(&opts.NoRaceCheck, "no-race-check", false, "turn the data-race detector off (faster)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines and no list of the files written on stderr (warnings and errors still print)")
+	f.BoolVar(&exact, "exact", false, "models: simulate every layer (by default identical layers reuse the last simulated one's time)")
 	f.BoolVar(&sweepBase, "sweep-base", false, "the argument is a sweep file: run its inline base: (how trnsim sweep runs a point)")
 	_ = f.MarkHidden("sweep-base")
 	return cmd

@@ -2,6 +2,8 @@ package zoo
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/graph"
@@ -90,6 +92,24 @@ func (c *Config) buildLlama(b *graph.Builder, o BuildOptions) {
 	}
 	b.Scope("model", func() { x = nn.NewRMSNorm(b, "norm", c.Hidden, c.NormEps, adt).Forward(b, x) })
 	c.lmHead(b, o, x, embed, "lm_head")
+}
+
+// LayerOf returns the decoder or encoder layer an op or tensor name is in
+// (model.layers.3.mlp.up_proj: 3; transformer.h.3, encoder.layer.3 too).
+func LayerOf(name string) (int64, bool) {
+	for _, prefix := range []string{"model.layers.", "transformer.h.", "encoder.layer."} {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		num, _, _ := strings.Cut(rest, ".")
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return n, true
+	}
+	return 0, false
 }
 
 // lmHead adds the logits of each sequence's last position.

@@ -144,7 +144,11 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 			line("time to 1st token", "%s (%.0f tokens/s)", fmtSeconds(m.TTFTS), m.TokensPerS)
 		}
 	default:
-		line("model", "%s decode: batch %d, context %d, %s", m.Model, m.Batch, m.Past, layers)
+		ctx := fmt.Sprintf("context %d", m.Past)
+		if m.Tokens > 1 {
+			ctx = fmt.Sprintf("%d tokens, the step at cache length %d (the steps' mean)", m.Tokens, m.Past)
+		}
+		line("model", "%s decode: batch %d, %s, %s", m.Model, m.Batch, ctx, layers)
 		line("time per token", "%s (%.0f tokens/s)", fmtSeconds(m.TPOTS), m.TokensPerS)
 	}
 	line("MFU / MBU", "%.1f%% / %.1f%% (definitions in results.json)", m.MFUPct, m.MBUPct)

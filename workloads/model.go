@@ -77,7 +77,10 @@ func ModelConfig(cfg *configs.RunConfig) (*zoo.Config, error) {
 func modelPass(m *configs.ModelWorkload) nn.Pass {
 	p := nn.Pass{Batch: m.Batch, Seq: m.Seq, ActDType: isa.BF16, KVCache: true}
 	if m.Mode == "decode" {
-		p.Seq, p.Past = 1, m.Context
+		// The step at the mean of the generation's cache lengths: a
+		// step's work grows linearly with its cache, so that step takes
+		// the steps' mean time.
+		p.Seq, p.Past = 1, m.Context+(max(m.Tokens, 1)-1)/2
 	}
 	return p
 }
@@ -162,8 +165,8 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			mi.SimLayers, mi.Layers, mi.SimLayers))
 	}
 	if m.Mode == "decode" && m.Tokens > 1 {
-		info.Notes = append(info.Notes, fmt.Sprintf("decode: the step at context %d is simulated; the %d tokens are reported at its time per token (the KV cache grows %.1f%% over them, not simulated)",
-			m.Context, m.Tokens, 100*float64(m.Tokens)/float64(m.Context)))
+		info.Notes = append(info.Notes, fmt.Sprintf("decode: the %d steps' mean is simulated, the step at cache length %d (a step's work grows linearly with its cache, from %d to %d); the KV cache's footprint is at the end",
+			m.Tokens, pass.Past, m.Context, m.Context+m.Tokens-1))
 	}
 	return p.Program, info, nil
 }
@@ -248,6 +251,11 @@ func modelInfo(cfg *configs.RunConfig, c *zoo.Config, g *graph.Graph, pass nn.Pa
 		if t.Role == graph.KVCache && t.Producer == nil {
 			mi.KVReadBytes += t.Bytes()
 		}
+	}
+	// Decode's cache grows to context + tokens by the last step: the
+	// footprint is there (the simulated step's cache is at the mean).
+	if m.Mode == "decode" && pass.Past+1 > 0 {
+		mi.KVCacheBytes = mi.KVCacheBytes / (pass.Past + 1) * (m.Context + max(m.Tokens, 1))
 	}
 	// The whole model: its weights, and its cache at the pass's end for
 	// every layer.

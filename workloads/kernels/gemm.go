@@ -21,7 +21,23 @@ type GEMM struct {
 	// AMK is set when A is stored row-major [M, K]; otherwise it is stored
 	// transposed, [K, M] (the NKI lhsT layout).
 	AMK bool
+	// Epilogue is elementwise work fused into the result's way out.
+	Epilogue Epilogue
 }
+
+// Epilogue is what a GEMM does to each finished result block in SBUF
+// before storing it, instead of a pass of its own through HBM: an
+// activation on ScalarE (Func, when Apply), then a combination with the
+// matching block of an HBM tensor R [M, N] on VectorE (Combine: add for a
+// residual, multiply for a gate), R loaded as the block is stored.
+type Epilogue struct {
+	Apply   bool
+	Func    isa.ActFunc
+	Combine isa.ALUOp
+}
+
+// HasR reports whether the epilogue reads R.
+func (e Epilogue) HasR() bool { return e.Combine != isa.ALUNone }
 
 // Evacuation selects the engine that copies PSUM results out.
 type Evacuation uint8
@@ -153,6 +169,9 @@ func (p *GEMMPlan) sbufBytesSat(order LoopOrder, bn, bm, bk, nres int64) int64 {
 	}
 	n := add(mul(p.NBuf, add(slot(mul(kt, bm, eb)), slot(mul(kt, bn, eb)))),
 		mul(nres, slot(mul(perRes, bm/128, bn, int64(resDT.Bytes())))))
+	if p.G.Epilogue.HasR() {
+		n = add(n, mul(2, slot(mul(bm/128, bn, int64(p.G.Out.Bytes()))))) // R blocks
+	}
 	if p.G.AMK && p.Transpose == TransposeTensor {
 		n = add(n, mul(2, slot(mul(bk, eb)))) // A rows staged for TensorE transposes
 	}
@@ -173,6 +192,9 @@ func (p *GEMMPlan) sbufBytesSmall(order LoopOrder, bn, bm, bk, nres int64) int64
 	}
 	kt := bk / 128
 	n := p.NBuf*(slot(kt*bm*eb)+slot(kt*bn*eb)) + nres*slot(perRes*(bm/128)*bn*int64(resDT.Bytes()))
+	if p.G.Epilogue.HasR() {
+		n += 2 * slot((bm/128)*bn*int64(p.G.Out.Bytes())) // R blocks
+	}
 	if p.G.AMK && p.Transpose == TransposeTensor {
 		n += 2 * slot(bk*eb)
 	}
@@ -558,6 +580,10 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	}
 	bHBM := k.Tensor("B", g.In, Input, batch*g.K, g.N)
 	cHBM := k.Tensor("C", g.Out, Output, batch*g.M, g.N)
+	var rHBM *Tile
+	if g.Epilogue.HasR() {
+		rHBM = k.Tensor("R", g.Out, Input, batch*g.M, g.N)
+	}
 	// The rows of the batch element being built start at kOff (A^T, B)
 	// and mOff (A, C).
 	kOff, mOff := C(0), C(0)
@@ -710,16 +736,45 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		})
 	}
 	// store writes the finished result block of (mb, nb).
+	// epilogue applies the fused work to a finished block before it is
+	// stored: the activation in place on ScalarE, then R's matching block
+	// (loaded into rt) combined on VectorE.
+	epi := g.Epilogue
+	epilogue := func(b *Block, blk Access, rt Access, rsrc Access, rearr bool) {
+		if epi.Apply {
+			b.Add(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{blk}, Ins: []Access{blk},
+				Attrs: isa.Attrs{Func: epi.Func, Scale: 1}, OpID: p.opID})
+		}
+		if epi.HasR() {
+			if rearr {
+				rsrc = rsrc.Rearranged(split())
+			}
+			dma(b, isa.OpDMACopy, rt, rsrc)
+			b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{blk}, Ins: []Access{blk, rt},
+				Attrs: isa.Attrs{ALU0: epi.Combine}, OpID: p.opID})
+		}
+	}
 	store := func(b *Block, res *Tile, resIdx Expr, hasIdx bool, mb, nb Expr) {
 		m0, n0 := mOff.Add(mb.MulC(p.BM)), nb.MulC(p.BN)
 		size, ncols := mSize(mb), nSize(nb)
 		full := size.Div(C(128)).MulC(128)
+		var rt *Tile
+		if epi.HasR() {
+			rt = b.Tile("r", isa.MemSBUF, g.Out, []int64{128, MT, p.BN}, 2)
+		}
 		b.When(full.Gt(C(0)), func(b *Block) {
 			var src Access
 			if hasIdx {
 				src = res.At(R(C(0), C(128)), I(resIdx), R(C(0), full.Div(C(128))), R(C(0), ncols))
 			} else {
 				src = res.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), ncols))
+			}
+			if epi.Apply || epi.HasR() {
+				var rAcc, rSrc Access
+				if rt != nil {
+					rAcc, rSrc = rt.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), ncols)), rHBM.At(RS(m0, full), RS(n0, ncols))
+				}
+				epilogue(b, src, rAcc, rSrc, true)
 			}
 			dma(b, isa.OpDMACopy, cHBM.At(RS(m0, full), RS(n0, ncols)).Rearranged(split()), src)
 		})
@@ -730,6 +785,13 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				src = res.At(R(C(0), rem), I(resIdx), I(full.Div(C(128))), R(C(0), ncols))
 			} else {
 				src = res.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), ncols))
+			}
+			if epi.Apply || epi.HasR() {
+				var rAcc, rSrc Access
+				if rt != nil {
+					rAcc, rSrc = rt.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), ncols)), rHBM.At(RS(m0.Add(full), rem), RS(n0, ncols))
+				}
+				epilogue(b, src, rAcc, rSrc, false)
 			}
 			dma(b, isa.OpDMACopy, cHBM.At(RS(m0.Add(full), rem), RS(n0, ncols)), src)
 		})

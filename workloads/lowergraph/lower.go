@@ -55,18 +55,32 @@ type lowering struct {
 	op      *graph.Op
 	id      int32
 	inlined int // kernels inlined so far (their names' prefix)
+	// fusions are the Linears' epilogues; fusedInto the ops they absorb.
+	fusions   map[*graph.Op]*fusion
+	fusedInto map[*graph.Op]*graph.Op
 }
 
 // Lower lowers g for the target.
 func Lower(g *graph.Graph, tg *sched.Target, name string) (*Result, error) {
 	l := &lowering{g: g, tg: tg, k: tile.New(sanitize(name)), store: map[*graph.Tensor]*tile.Tile{}, names: map[string]int{},
 		weights: map[*graph.Tensor]*tile.Tile{}, casts: map[*graph.Tensor]*tile.Tile{}, res: &Result{}}
+	l.fusions, l.fusedInto = planFusions(g)
+	fused := 0
 	for _, o := range g.Ops {
 		l.op, l.id = o, int32(o.ID+1)
+		if _, ok := l.fusedInto[o]; ok {
+			// Done by the GEMM it is fused into; listed with no work.
+			l.res.Ops = append(l.res.Ops, Op{ID: l.id, Name: o.Name, Kind: string(o.Kind), FLOPs: o.FLOPs(), MinHBMBytes: o.MinHBMBytes()})
+			fused++
+			continue
+		}
 		if err := l.lowerOp(o); err != nil {
 			return nil, err
 		}
 		l.res.Ops = append(l.res.Ops, Op{ID: l.id, Name: o.Name, Kind: string(o.Kind), FLOPs: o.FLOPs(), MinHBMBytes: o.MinHBMBytes()})
+	}
+	if fused > 0 {
+		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%d elementwise ops fused into the GEMMs' epilogues (activations, SwiGLU, residual adds)", fused))
 	}
 	if err := l.k.Finish(); err != nil {
 		return nil, fmt.Errorf("internal error: the lowered graph: %w", err)
@@ -230,6 +244,11 @@ func (l *lowering) linear(o *graph.Op) error {
 		return err
 	}
 	g := kernels.GEMM{M: m, K: kd, N: n, In: w.DType, Out: x.DType, AMK: true}
+	out := o.Outputs[0]
+	f := l.fusions[o]
+	if f != nil {
+		g.Epilogue, out = f.epi, f.out
+	}
 	plan, err := kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
 	if err != nil {
 		return l.errf("%v", err)
@@ -238,7 +257,9 @@ func (l *lowering) linear(o *graph.Op) error {
 	if err != nil {
 		return err
 	}
-	out := o.Outputs[0]
+	if f != nil && f.r != nil {
+		return l.inline(k, map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": l.tensor2D(out), "R": l.tensor2D(f.r)})
+	}
 	target := l.tensor2D(out)
 	if bias != nil {
 		// The GEMM writes a temporary; the bias is added as it is copied

@@ -1,0 +1,105 @@
+package lowergraph
+
+import (
+	"fmt"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/graph"
+	"github.com/trnsim/trnsim/workloads/kernels"
+)
+
+// fusion is elementwise work a Linear's GEMM does to its result on the
+// way out (kernels.Epilogue) instead of passes of their own through HBM:
+// the activation after it, a SwiGLU's silu and gating, a residual add.
+type fusion struct {
+	epi kernels.Epilogue
+	// r is the epilogue's second operand (the up projection, the
+	// residual); out the tensor the GEMM now writes (the last absorbed
+	// op's output).
+	r, out *graph.Tensor
+	// absorbed are the ops the GEMM does now.
+	absorbed []*graph.Op
+}
+
+var fusableActs = map[graph.Kind]isa.ActFunc{graph.SiLU: isa.ActSilu, graph.GELU: isa.ActGelu, graph.ReLU: isa.ActRelu, graph.Tanh: isa.ActTanh}
+
+// planFusions finds each Linear's epilogue: while the tensor it writes has
+// one reader (and is not a graph output), an activation is absorbed (once,
+// before any combination), then one add or multiply with another tensor
+// already computed (a residual; SwiGLU's silu(gate) * up is both at once).
+func planFusions(g *graph.Graph) (map[*graph.Op]*fusion, map[*graph.Op]*graph.Op) {
+	readers := map[*graph.Tensor][]*graph.Op{}
+	for _, o := range g.Ops {
+		for _, t := range o.Inputs {
+			if t != nil {
+				readers[t] = append(readers[t], o)
+			}
+		}
+	}
+	// ready reports whether t is computed before op (an input, or the
+	// output of an earlier op).
+	ready := func(t *graph.Tensor, op *graph.Op) bool {
+		return t.Producer == nil || t.Producer.ID < op.ID
+	}
+	fusions := map[*graph.Op]*fusion{}
+	into := map[*graph.Op]*graph.Op{} // absorbed op -> the Linear
+	for _, o := range g.Ops {
+		if o.Kind != graph.Linear || o.Inputs[2] != nil || into[o] != nil {
+			continue
+		}
+		f := &fusion{out: o.Outputs[0]}
+		for {
+			rs := readers[f.out]
+			if len(rs) != 1 || f.out.Role == graph.Output {
+				break
+			}
+			u := rs[0]
+			if fn, ok := fusableActs[u.Kind]; ok && !f.epi.Apply && !f.epi.HasR() {
+				f.epi.Apply, f.epi.Func = true, fn
+				if u.Kind == graph.GELU && u.Attrs.Tanh {
+					f.epi.Func = isa.ActGeluTanh
+				}
+			} else if (u.Kind == graph.AddOp || u.Kind == graph.MulOp || u.Kind == graph.SwiGLU) && !f.epi.HasR() {
+				other := u.Inputs[0]
+				if other == f.out {
+					other = u.Inputs[1]
+				}
+				if other == f.out || !ready(other, o) || other.Elements() != f.out.Elements() || other.DType != f.out.DType {
+					break
+				}
+				if u.Kind == graph.SwiGLU {
+					if u.Inputs[0] != f.out || f.epi.Apply {
+						break // the gate is the one that goes through silu
+					}
+					f.epi.Apply, f.epi.Func = true, isa.ActSilu
+				}
+				f.epi.Combine = isa.ALUAdd
+				if u.Kind != graph.AddOp {
+					f.epi.Combine = isa.ALUMultiply
+				}
+				f.r = other
+			} else {
+				break
+			}
+			f.absorbed = append(f.absorbed, u)
+			into[u] = o
+			f.out = u.Outputs[0]
+		}
+		if len(f.absorbed) > 0 {
+			fusions[o] = f
+		}
+	}
+	return fusions, into
+}
+
+// fusedNote says what a Linear absorbed.
+func fusedNote(o *graph.Op, f *fusion) string {
+	names := ""
+	for i, u := range f.absorbed {
+		if i > 0 {
+			names += ", "
+		}
+		names += u.Name
+	}
+	return fmt.Sprintf("%s: %s fused into its GEMM's epilogue", o.Name, names)
+}

@@ -134,7 +134,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			return nil, nil, cfg.FieldError("workload.model", "%v", err)
 		}
 	}
-	res, err := lowergraph.Lower(sim, tg, "model")
+	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{})
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
 	}

@@ -60,11 +60,21 @@ type lowering struct {
 	fusedInto map[*graph.Op]*graph.Op
 }
 
+// Options are the lowering's choices.
+type Options struct {
+	// NoFusion lowers every op through its own kernel (each through HBM),
+	// to measure what fusion buys.
+	NoFusion bool
+}
+
 // Lower lowers g for the target.
-func Lower(g *graph.Graph, tg *sched.Target, name string) (*Result, error) {
+func Lower(g *graph.Graph, tg *sched.Target, name string, opts Options) (*Result, error) {
 	l := &lowering{g: g, tg: tg, k: tile.New(sanitize(name)), store: map[*graph.Tensor]*tile.Tile{}, names: map[string]int{},
 		weights: map[*graph.Tensor]*tile.Tile{}, casts: map[*graph.Tensor]*tile.Tile{}, res: &Result{}}
-	l.fusions, l.fusedInto = planFusions(g)
+	l.fusions, l.fusedInto = map[*graph.Op]*fusion{}, map[*graph.Op]*graph.Op{}
+	if !opts.NoFusion {
+		l.fusions, l.fusedInto = planFusions(g)
+	}
 	fused := 0
 	for _, o := range g.Ops {
 		l.op, l.id = o, int32(o.ID+1)

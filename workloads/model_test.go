@@ -216,3 +216,16 @@ func TestFP8Weights(t *testing.T) {
 	_, _, err = Lower(modelConfig(t, "trn2", "llama-3.2-1b", "mode: decode, context: 300, weights_dtype: int8", 1))
 	assert.ErrorContains(t, err, "workload.model.weights_dtype: int8 weights are not lowered yet")
 }
+
+// Kernels that pin DMA queues (the elementwise kernel's loads and stores)
+// compose with those that do not, whatever the queues per engine.
+func TestModelWithManyQueues(t *testing.T) {
+	for _, q := range []int{1, 5, 16} {
+		cfg := modelConfig(t, "trn2", "bert-base", "mode: prefill, seq: 64", 1)
+		cfg.Workload.Lowering.DMAQueues = q
+		prog, _, err := Lower(cfg)
+		require.NoError(t, err, "dma_queues=%d", q)
+		_, err = chip.Run(cfg, prog, chip.Options{})
+		require.NoError(t, err, "dma_queues=%d", q)
+	}
+}

@@ -199,8 +199,24 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 	// Queues are handed out in order; with QoS arbitration class by class
 	// (0, k, 2k, ..., then 1, 1+k, ...), so an engine's queues share a
 	// priority.
+	// Queues an op pins are left out of the automatic hand-out, so that
+	// kernels that pin queues compose with kernels that do not (the pins
+	// stay theirs whatever the others take first).
+	pinned := map[int]bool{}
+	for _, op := range k.Ops {
+		if op.QueuePinned {
+			pinned[int(op.Attrs.Queue)] = true
+		}
+	}
 	for cl := 0; cl < max(tg.DMAQoSClasses, 1); cl++ {
 		for q := cl; q < c.nQ; q += max(tg.DMAQoSClasses, 1) {
+			if !pinned[q] {
+				c.qOrder = append(c.qOrder, q)
+			}
+		}
+	}
+	if len(c.qOrder) == 0 { // every queue pinned: the hand-out takes them in order
+		for q := 0; q < c.nQ; q++ {
 			c.qOrder = append(c.qOrder, q)
 		}
 	}

@@ -666,8 +666,8 @@ func (w *walk) queueFor(oi *opInfo, ci int, eng isa.Engine) (int, error) {
 	if len(s.queues) < w.c.queuesPerEngine {
 		// Take the next free queue while the engine has fewer than its
 		// share; when none is left, it shares those it has.
-		for i := 0; i < w.c.nQ; i++ {
-			j := (w.qNext[ci] + i) % w.c.nQ
+		for i := range w.c.qOrder {
+			j := (w.qNext[ci] + i) % len(w.c.qOrder)
 			q := w.c.qOrder[j]
 			if owner[q] < 0 {
 				owner[q] = int(eng)

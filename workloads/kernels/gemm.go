@@ -31,6 +31,9 @@ type GEMM struct {
 // matching block of an HBM tensor R [M, N] on VectorE (Combine: add for a
 // residual, multiply for a gate), R loaded as the block is stored.
 type Epilogue struct {
+	// Bias adds an HBM vector BIAS [N] to every row first (loaded once
+	// into every partition).
+	Bias    bool
 	Apply   bool
 	Func    isa.ActFunc
 	Combine isa.ALUOp
@@ -38,6 +41,9 @@ type Epilogue struct {
 
 // HasR reports whether the epilogue reads R.
 func (e Epilogue) HasR() bool { return e.Combine != isa.ALUNone }
+
+// Any reports whether there is an epilogue.
+func (e Epilogue) Any() bool { return e.Bias || e.Apply || e.HasR() }
 
 // Evacuation selects the engine that copies PSUM results out.
 type Evacuation uint8
@@ -172,6 +178,9 @@ func (p *GEMMPlan) sbufBytesSat(order LoopOrder, bn, bm, bk, nres int64) int64 {
 	if p.G.Epilogue.HasR() {
 		n = add(n, mul(2, slot(mul(bm/128, bn, int64(p.G.Out.Bytes()))))) // R blocks
 	}
+	if p.G.Epilogue.Bias {
+		n = add(n, add(slot(mul(p.G.N, int64(p.G.Out.Bytes()))), 64)) // the bias row, its gather index
+	}
 	if p.G.AMK && p.Transpose == TransposeTensor {
 		n = add(n, mul(2, slot(mul(bk, eb)))) // A rows staged for TensorE transposes
 	}
@@ -194,6 +203,9 @@ func (p *GEMMPlan) sbufBytesSmall(order LoopOrder, bn, bm, bk, nres int64) int64
 	n := p.NBuf*(slot(kt*bm*eb)+slot(kt*bn*eb)) + nres*slot(perRes*(bm/128)*bn*int64(resDT.Bytes()))
 	if p.G.Epilogue.HasR() {
 		n += 2 * slot((bm/128)*bn*int64(p.G.Out.Bytes())) // R blocks
+	}
+	if p.G.Epilogue.Bias {
+		n += slot(p.G.N*int64(p.G.Out.Bytes())) + 64 // the bias row, its gather index
 	}
 	if p.G.AMK && p.Transpose == TransposeTensor {
 		n += 2 * slot(bk*eb)
@@ -584,6 +596,17 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	if g.Epilogue.HasR() {
 		rHBM = k.Tensor("R", g.Out, Input, batch*g.M, g.N)
 	}
+	var biasSB *Tile
+	if g.Epilogue.Bias {
+		// The bias in every partition, once: a gather of row 0 with an
+		// all-zero index (the IR has no broadcast access).
+		biasHBM := k.Tensor("BIAS", g.Out, Input, g.N)
+		root := k.Root()
+		biasSB = root.Tile("bias", isa.MemSBUF, g.Out, []int64{128, g.N}, 1)
+		idx := root.Tile("bias_idx", isa.MemSBUF, isa.INT32, []int64{128, 1}, 1)
+		root.Add(&Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: []Access{idx.All()}, OpID: p.opID})
+		broadcastRows(root, biasSB, biasHBM, idx, p.opID)
+	}
 	// The rows of the batch element being built start at kOff (A^T, B)
 	// and mOff (A, C).
 	kOff, mOff := C(0), C(0)
@@ -740,7 +763,11 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// stored: the activation in place on ScalarE, then R's matching block
 	// (loaded into rt) combined on VectorE.
 	epi := g.Epilogue
-	epilogue := func(b *Block, blk Access, rt Access, rsrc Access, rearr bool) {
+	epilogue := func(b *Block, blk Access, rt Access, rsrc Access, rearr bool, bias Access) {
+		if epi.Bias && bias.Tile != nil { // (a block of whole M tiles adds it per tile first)
+			b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{blk}, Ins: []Access{blk, bias},
+				Attrs: isa.Attrs{ALU0: isa.ALUAdd}, OpID: p.opID})
+		}
 		if epi.Apply {
 			b.Add(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{blk}, Ins: []Access{blk},
 				Attrs: isa.Attrs{Func: epi.Func, Scale: 1}, OpID: p.opID})
@@ -769,12 +796,25 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			} else {
 				src = res.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), ncols))
 			}
-			if epi.Apply || epi.HasR() {
-				var rAcc, rSrc Access
+			if epi.Any() {
+				var rAcc, rSrc, bAcc Access // bAcc stays empty: the bias goes per M tile below
 				if rt != nil {
 					rAcc, rSrc = rt.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), ncols)), rHBM.At(RS(m0, full), RS(n0, ncols))
 				}
-				epilogue(b, src, rAcc, rSrc, true)
+				if biasSB != nil {
+					// The bias's columns of the block, the same for every M tile.
+					b.For("mt_b", C(0), full.Div(C(128)), Parallel, func(b *Block, mt Expr) {
+						var blk Access
+						if hasIdx {
+							blk = res.At(R(C(0), C(128)), I(resIdx), I(mt), R(C(0), ncols))
+						} else {
+							blk = res.At(R(C(0), C(128)), I(mt), R(C(0), ncols))
+						}
+						b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{blk}, Ins: []Access{blk, biasSB.At(R(C(0), C(128)), RS(n0, ncols))},
+							Attrs: isa.Attrs{ALU0: isa.ALUAdd}, OpID: p.opID})
+					})
+				}
+				epilogue(b, src, rAcc, rSrc, true, bAcc)
 			}
 			dma(b, isa.OpDMACopy, cHBM.At(RS(m0, full), RS(n0, ncols)).Rearranged(split()), src)
 		})
@@ -786,12 +826,15 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			} else {
 				src = res.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), ncols))
 			}
-			if epi.Apply || epi.HasR() {
-				var rAcc, rSrc Access
+			if epi.Any() {
+				var rAcc, rSrc, bAcc Access
 				if rt != nil {
 					rAcc, rSrc = rt.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), ncols)), rHBM.At(RS(m0.Add(full), rem), RS(n0, ncols))
 				}
-				epilogue(b, src, rAcc, rSrc, false)
+				if biasSB != nil {
+					bAcc = biasSB.At(R(C(0), rem), RS(n0, ncols))
+				}
+				epilogue(b, src, rAcc, rSrc, false, bAcc)
 			}
 			dma(b, isa.OpDMACopy, cHBM.At(RS(m0.Add(full), rem), RS(n0, ncols)), src)
 		})

@@ -15,8 +15,8 @@ type fusion struct {
 	epi kernels.Epilogue
 	// r is the epilogue's second operand (the up projection, the
 	// residual); out the tensor the GEMM now writes (the last absorbed
-	// op's output).
-	r, out *graph.Tensor
+	// op's output); bias the Linear's own bias, when fused.
+	r, out, bias *graph.Tensor
 	// absorbed are the ops the GEMM does now.
 	absorbed []*graph.Op
 }
@@ -44,10 +44,18 @@ func planFusions(g *graph.Graph) (map[*graph.Op]*fusion, map[*graph.Op]*graph.Op
 	fusions := map[*graph.Op]*fusion{}
 	into := map[*graph.Op]*graph.Op{} // absorbed op -> the Linear
 	for _, o := range g.Ops {
-		if o.Kind != graph.Linear || o.Inputs[2] != nil || into[o] != nil {
+		if o.Kind != graph.Linear || into[o] != nil {
 			continue
 		}
 		f := &fusion{out: o.Outputs[0]}
+		if b := o.Inputs[2]; b != nil {
+			// The bias is the epilogue's first step (its row in every
+			// partition: up to 32 KiB of it).
+			if b.Bytes() > 32<<10 || b.DType != o.Outputs[0].DType {
+				continue
+			}
+			f.epi.Bias, f.bias = true, b
+		}
 		for {
 			rs := readers[f.out]
 			if len(rs) != 1 || f.out.Role == graph.Output {
@@ -85,7 +93,7 @@ func planFusions(g *graph.Graph) (map[*graph.Op]*fusion, map[*graph.Op]*graph.Op
 			into[u] = o
 			f.out = u.Outputs[0]
 		}
-		if len(f.absorbed) > 0 {
+		if len(f.absorbed) > 0 || f.epi.Bias {
 			fusions[o] = f
 		}
 	}

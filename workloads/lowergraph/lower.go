@@ -267,8 +267,15 @@ func (l *lowering) linear(o *graph.Op) error {
 	if err != nil {
 		return err
 	}
-	if f != nil && f.r != nil {
-		return l.inline(k, map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": l.tensor2D(out), "R": l.tensor2D(f.r)})
+	if f != nil {
+		bind := map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": l.tensor2D(out)}
+		if f.r != nil {
+			bind["R"] = l.tensor2D(f.r)
+		}
+		if f.bias != nil {
+			bind["BIAS"] = l.tensor1D(f.bias)
+		}
+		return l.inline(k, bind)
 	}
 	target := l.tensor2D(out)
 	if bias != nil {

@@ -95,6 +95,9 @@ type ModelWorkload struct {
 	// Exact simulates every layer; by default identical layers reuse the
 	// timing of the last one simulated (two are).
 	Exact bool `yaml:"exact"`
+	// GPUs are the GPU baselines the run is compared with (gpu presets;
+	// default h100 and b200; [none] turns the comparison off).
+	GPUs []string `yaml:"gpus"`
 }
 
 // GEMMWorkload is C[M,N] = A[M,K] @ B[K,N].

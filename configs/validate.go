@@ -423,6 +423,12 @@ func (c *RunConfig) validateModel(required func(path, hint string) error) error 
 	if m.WeightsDType == "" {
 		m.WeightsDType = "bf16"
 	}
+	switch {
+	case len(m.GPUs) == 0:
+		m.GPUs = []string{"h100", "b200"}
+	case len(m.GPUs) == 1 && m.GPUs[0] == "none":
+		m.GPUs = nil
+	}
 	if !contains([]string{"bf16", "fp8e4", "int8"}, m.WeightsDType) {
 		return c.errAtPath("workload.model.weights_dtype", "must be bf16, fp8e4 or int8, got %q", m.WeightsDType)
 	}

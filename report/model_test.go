@@ -11,6 +11,7 @@ import (
 	"github.com/trnsim/trnsim/chip"
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/report"
+	"github.com/trnsim/trnsim/runner"
 	"github.com/trnsim/trnsim/workloads"
 )
 
@@ -79,4 +80,37 @@ func TestLayerReuseMatchesExact(t *testing.T) {
 	assert.Less(t, ri, ei, "reuse simulates fewer instructions")
 	assert.InEpsilon(t, exact.Model.MFUPct, reuse.Model.MFUPct, 0.01)
 	t.Logf("reuse %.4f ms (%d instructions), exact %.4f ms (%d): %+.3f%%", reuse.Model.TimeS*1e3, ri, exact.Model.TimeS*1e3, ei, 100*(reuse.Model.TimeS/exact.Model.TimeS-1))
+}
+
+// The GPU baselines time the same graph: positive times, tokens/s from
+// them, percentages within 100, and the speed ratio as defined.
+func TestGPUComparison(t *testing.T) {
+	text := "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 512, layers: 2, gpus: [h100, a100-80gb]}\n"
+	cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
+	require.NoError(t, err)
+	prog, info, err := workloads.Lower(cfg)
+	require.NoError(t, err)
+	res, err := chip.Run(cfg, prog, chip.Options{})
+	require.NoError(t, err)
+	r, err := report.Build(cfg, info, res, "test")
+	require.NoError(t, err)
+	require.Len(t, r.GPU, 2)
+	for _, g := range r.GPU {
+		assert.Greater(t, g.TimeS, 0.0)
+		assert.InDelta(t, 1/g.TimeS, g.TokensPerS, 1e-6*g.TokensPerS)
+		assert.InDelta(t, g.TimeS/r.Model.TimeS, g.Speedup, 1e-9)
+		for _, v := range []float64{g.MFUPct, g.MBUPct, g.LaunchPct} {
+			assert.Greater(t, v, 0.0)
+			assert.LessOrEqual(t, v, 100.0)
+		}
+		require.NotEmpty(t, g.TopOps)
+	}
+	assert.Less(t, r.GPU[0].TimeS, r.GPU[1].TimeS, "H100 streams the weights faster than A100")
+	var out bytes.Buffer
+	r.WriteSummary(&out)
+	assert.Contains(t, out.String(), "vs GPU             H100 SXM: time per token")
+
+	cfg.Workload.Model.GPUs = []string{"v100"}
+	_, err = runner.Run(cfg, runner.Options{})
+	assert.ErrorContains(t, err, `workload.model.gpus: unknown GPU "v100"`)
 }

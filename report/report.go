@@ -69,8 +69,10 @@ type Report struct {
 	Stalls  []StallReport           `json:"stalls"`
 	// Ops are the figures per workload op, in order of id.
 	Ops []OpReport `json:"ops"`
-	// Model is a model run's figures (null for kernels).
+	// Model is a model run's figures (null for kernels); GPU the GPU
+	// baselines' estimates of the same pass.
 	Model   *ModelReport   `json:"model,omitempty"`
+	GPU     []GPUReport    `json:"gpu,omitempty"`
 	Choices []ChoiceReport `json:"lowering"`
 	Notes   []string       `json:"lowering_notes"`
 	Chips   []ChipReport   `json:"chips"`
@@ -509,6 +511,9 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	}
 	r.Ops = ops
 	buildModel(cfg, info, res, r)
+	if err := buildGPU(cfg, info, r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -649,6 +654,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		line("workload", "assembly %s: %s%s", filepath.Base(r.Config), plural(r.Instructions, "instruction"), matmuls)
 	}
 	r.writeModel(line)
+	r.writeGPU(line)
 	line("simulated time", "%s", clock.Time(r.SimulatedTimeS*1e15+0.5))
 	line("throughput", "%.2f TFLOPS, %.1f%% of peak (HFU)", r.TFLOPS, r.PeakPct)
 	line("peak", "%s", r.PeakFormula)

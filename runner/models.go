@@ -1,6 +1,11 @@
 package runner
 
-import "github.com/trnsim/trnsim/workloads/zoo"
+import (
+	"github.com/trnsim/trnsim/gpu"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/nn"
+	"github.com/trnsim/trnsim/workloads/zoo"
+)
 
 // ModelInfo is a model's row in `trnsim models`: its architecture, its
 // parameter count from the graph, and the published count (0 when the
@@ -46,4 +51,23 @@ func Models(paths []string) ([]ModelInfo, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// GPUDecode is the GPU baseline's estimate of one decode step of a zoo
+// model (batch sequences, past positions in the cache, BF16) on a GPU
+// preset, for the validation rows.
+func GPUDecode(model, device string, batch, past int64) (*gpu.Estimate, error) {
+	m, err := zoo.Get(model)
+	if err != nil {
+		return nil, err
+	}
+	g, err := m.Build(zoo.BuildOptions{Pass: nn.Pass{Batch: batch, Seq: 1, Past: past, ActDType: isa.BF16, KVCache: true}, WeightDType: isa.BF16})
+	if err != nil {
+		return nil, err
+	}
+	d, err := gpu.Lookup(device)
+	if err != nil {
+		return nil, err
+	}
+	return gpu.Default.Estimate(g, d)
 }

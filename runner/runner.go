@@ -7,6 +7,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/trnsim/trnsim/gpu"
 	"io"
 	"os"
 	"path/filepath"
@@ -85,6 +86,13 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	outs, err := planOutputs(cfg, opts)
 	if err != nil {
 		return nil, err
+	}
+	if m := cfg.Workload.Model; m != nil {
+		for _, name := range m.GPUs {
+			if _, err := gpu.Lookup(name); err != nil {
+				return nil, cfg.FieldError("workload.model.gpus", "%v", err)
+			}
+		}
 	}
 	windowed := (opts.TraceWindow != nil && !opts.TraceWindow.All()) || opts.TraceLimit > 0
 	if opts.TraceLimit < 0 {

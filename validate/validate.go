@@ -142,6 +142,15 @@ func Run(opts Options) ([]Row, error) {
 		}
 		rows = append(rows, row)
 	}
+	grows, err := gpuRows()
+	if err != nil {
+		return nil, fmt.Errorf("the GPU rows: %w", err)
+	}
+	for _, r := range grows {
+		if (len(want) == 0 && !opts.Fast) || want[r.ID] {
+			rows = append(rows, r)
+		}
+	}
 	if len(want) > 0 && len(rows) < len(want) {
 		var known []string
 		for _, c := range cases {

@@ -28,6 +28,9 @@ type ModelInfo struct {
 	// LayerOf maps a simulated op's id to its layer (absent: the
 	// embedding, the head).
 	LayerOf map[int32]int64
+	// Graph is the whole pass's graph (every layer the figures are for),
+	// what the GPU baseline times.
+	Graph *graph.Graph
 	// Params counts the model's parameters; MatmulParams those that take
 	// part in a matmul (the embedding gather excluded, a tied head
 	// included): MFU's N.
@@ -150,6 +153,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()), MinHBMBytes: sim.MinHBMBytes(),
 		Model: mi, Notes: res.Notes, Choices: []Choice{queueChoice(cfg)}}
+	mi.Graph = g
 	info.Shape = []Dim{{"batch", pass.Batch}, {"seq", pass.Seq}, {"past", pass.Past}, {"layers", mi.Layers}}
 	for _, o := range res.Ops {
 		info.Ops = append(info.Ops, Op{ID: o.ID, Name: o.Name, Kind: o.Kind, FLOPs: float64(o.FLOPs)})

@@ -56,10 +56,12 @@ var onlyRules = []struct {
 	{[]string{"workloads"}, []string{"isa", "isa/asm", "configs", "workloads/..."}},
 	// The simulated system knows no workload and no report.
 	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/..."}},
+	// The GPU baseline reads the op graph, never the Trainium program.
+	{[]string{"gpu"}, []string{"isa", "workloads/graph"}},
 	// Above the simulation.
-	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/..."}},
-	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "report"}},
-	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "report", "runner"}},
+	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu"}},
+	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "report"}},
+	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "report", "runner"}},
 	{[]string{"validate", "cmd/trnsim"}, []string{"..."}},
 }
 

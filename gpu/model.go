@@ -1,0 +1,183 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/graph"
+)
+
+// Calibration is the model's constants, shared by every device: only the
+// sourced specs differ per device. Default derives each from one stated
+// row of gpu.md (see Fit); the other rows check it (Checks).
+type Calibration struct {
+	// MatmulEff is a large, well-tiled matmul's share of the tensor
+	// peak in the waves it fills.
+	MatmulEff float64
+	// StreamEff is a streaming kernel's share of HBM bandwidth (norms,
+	// elementwise ops, copies, cache appends, decode attention).
+	StreamEff float64
+	// GEMVEff is the share of HBM bandwidth a matmul reaches when
+	// streaming its weights bounds it (skinny GEMMs, decode).
+	GEMVEff float64
+	// AttnEff is fused (FlashAttention-style) attention's share of the
+	// tensor peak when compute bounds it.
+	AttnEff float64
+	// LaunchUs is the cost of each kernel beyond its work: launch and the
+	// gap between kernels [I: 2 µs, CUDA graphs and back-to-back kernels;
+	// no row of gpu.md isolates it].
+	LaunchUs float64
+}
+
+// Bound names what decides an op's time on the GPU.
+type Bound string
+
+// The bounds.
+const (
+	BoundCompute Bound = "compute"
+	BoundMemory  Bound = "memory"
+	BoundLaunch  Bound = "launch"
+	BoundNone    Bound = "none" // a view: no kernel
+)
+
+// OpTime is one op's estimate.
+type OpTime struct {
+	Name, Kind string
+	TimeS      float64
+	Bound      Bound
+	// FLOPs and Bytes are what the estimate counted.
+	FLOPs, Bytes float64
+}
+
+// Estimate is a graph's time on one GPU: its ops one after another, as
+// one stream runs the kernels.
+type Estimate struct {
+	Device Device
+	Ops    []OpTime
+	TimeS  float64
+}
+
+// matmulShape is a matmul op's rows, contraction, columns and batch.
+func matmulShape(o *graph.Op) (m, k, n, batch int64) {
+	switch o.Kind {
+	case graph.Linear:
+		x, w := o.Inputs[0], o.Inputs[1]
+		return x.Elements() / w.Shape[1], w.Shape[1], w.Shape[0], 1
+	case graph.MatMul:
+		a, b := o.Inputs[0], o.Inputs[1]
+		r := len(a.Shape)
+		m, k, n = a.Shape[r-2], a.Shape[r-1], b.Shape[r-1]
+		return m, k, n, a.Elements() / (m * k)
+	}
+	return 0, 0, 0, 0
+}
+
+// waveEff is the share of SM time a grid of tiles uses: tiles over
+// waves × SMs (a tile count just over a multiple of the SMs pays for an
+// almost empty wave).
+func (d Device) waveEff(tiles int64) float64 {
+	if tiles <= 0 {
+		return 1
+	}
+	waves := (tiles + int64(d.SMs) - 1) / int64(d.SMs)
+	return float64(tiles) / float64(waves*int64(d.SMs))
+}
+
+// MatmulTime is a GEMM's time: the larger of its FLOPs at the peak times
+// MatmulEff in the waves its tiles fill (tile quantisation included: edge
+// tiles are whole; a matmul of few rows takes a tile of as few rows as
+// the tensor cores allow, 16), and its bytes at GEMVEff of the bandwidth,
+// plus a launch.
+func (c Calibration) MatmulTime(d Device, m, k, n, batch int64, dt, out isa.DType) (float64, Bound) {
+	// Few rows get a kernel with a shorter tile, down to the tensor
+	// cores' 16-row MMA (small-M and GEMV kernels); otherwise the CTA tile.
+	tileM := d.TileM
+	for tileM > 16 && tileM/2 >= m {
+		tileM /= 2
+	}
+	tm, tn := (m+tileM-1)/tileM, (n+d.TileN-1)/d.TileN
+	tiles := tm * tn * batch
+	// Padded work: the edge tiles run whole.
+	flops := 2 * float64(tm*tileM) * float64(tn*d.TileN) * float64(k) * float64(batch)
+	compute := flops / (d.Peak(dt) * c.MatmulEff * d.waveEff(tiles))
+	bytes := float64(batch) * (float64(m*k+k*n)*float64(dt.Bytes()) + float64(m*n)*float64(out.Bytes()))
+	memory := bytes / (d.HBMGBps * 1e9 * c.GEMVEff)
+	launch := c.LaunchUs * 1e-6
+	if compute >= memory {
+		return launch + compute, BoundCompute
+	}
+	return launch + memory, BoundMemory
+}
+
+// StreamTime is a streaming kernel's time for its bytes.
+func (c Calibration) StreamTime(d Device, bytes float64) (float64, Bound) {
+	t := bytes / (d.HBMGBps * 1e9 * c.StreamEff)
+	launch := c.LaunchUs * 1e-6
+	if t < launch {
+		return launch + t, BoundLaunch
+	}
+	return launch + t, BoundMemory
+}
+
+// AttentionTime is fused attention: its FLOPs at AttnEff of the peak, or
+// its q, k, v and output bytes streamed.
+func (c Calibration) AttentionTime(d Device, flops, bytes float64, dt isa.DType) (float64, Bound) {
+	compute := flops / (d.Peak(dt) * c.AttnEff)
+	memory := bytes / (d.HBMGBps * 1e9 * c.StreamEff)
+	launch := c.LaunchUs * 1e-6
+	if compute >= memory {
+		return launch + compute, BoundCompute
+	}
+	return launch + memory, BoundMemory
+}
+
+// Estimate times every op of g on d.
+func (c Calibration) Estimate(g *graph.Graph, d Device) (*Estimate, error) {
+	e := &Estimate{Device: d}
+	for _, o := range g.Ops {
+		ot := OpTime{Name: o.Name, Kind: string(o.Kind), FLOPs: float64(o.FLOPs()), Bytes: float64(o.MinHBMBytes())}
+		switch o.Kind {
+		case graph.Reshape, graph.Permute, graph.Split:
+			ot.Bound, ot.Bytes = BoundNone, 0 // views (a split of the last position or of q, k, v is a strided view)
+		case graph.Linear, graph.MatMul:
+			m, k, n, batch := matmulShape(o)
+			dt := o.Inputs[1].DType
+			ot.TimeS, ot.Bound = c.MatmulTime(d, m, k, n, batch, dt, o.Outputs[0].DType)
+			if o.Kind == graph.Linear && o.Inputs[2] != nil {
+				ot.TimeS += 0 // the bias is the GEMM's epilogue (cuBLASLt)
+			}
+		case graph.MoEExperts:
+			// Each expert reached runs its three projections on its share.
+			x := o.Inputs[0]
+			t, h := x.Shape[0], x.Shape[1]
+			f := o.Inputs[3].Shape[1]
+			touched := o.ExpertsTouched()
+			share := min((t*o.Attrs.TopK+touched-1)/touched, t)
+			dt := o.Inputs[3].DType
+			for _, kn := range [][2]int64{{h, f}, {h, f}, {f, h}} {
+				tt, _ := c.MatmulTime(d, share, kn[0], kn[1], touched, dt, x.DType)
+				ot.TimeS += tt
+			}
+			ot.Bound = BoundMemory
+			if ot.FLOPs/(d.Peak(dt)*c.MatmulEff) > ot.Bytes/(d.HBMGBps*1e9*c.GEMVEff) {
+				ot.Bound = BoundCompute
+			}
+		case graph.SDPA:
+			ot.TimeS, ot.Bound = c.AttentionTime(d, ot.FLOPs, ot.Bytes, o.Inputs[0].DType)
+		default:
+			if _, known := map[graph.Kind]bool{graph.Embedding: true, graph.LayerNorm: true, graph.RMSNorm: true, graph.Softmax: true,
+				graph.GELU: true, graph.SiLU: true, graph.ReLU: true, graph.Tanh: true, graph.SwiGLU: true, graph.AddOp: true,
+				graph.MulOp: true, graph.RoPE: true, graph.KVAppend: true, graph.TopK: true}[o.Kind]; !known {
+				return nil, fmt.Errorf("%s (%s): no GPU model for this op kind", o.Name, o.Kind)
+			}
+			ot.TimeS, ot.Bound = c.StreamTime(d, ot.Bytes)
+		}
+		e.Ops = append(e.Ops, ot)
+		e.TimeS += ot.TimeS
+	}
+	if math.IsNaN(e.TimeS) || math.IsInf(e.TimeS, 0) {
+		return nil, fmt.Errorf("internal error: GPU estimate %v", e.TimeS)
+	}
+	return e, nil
+}

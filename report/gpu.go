@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/cost"
 	"github.com/trnsim/trnsim/gpu"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads"
@@ -28,6 +29,13 @@ type GPUReport struct {
 	Speedup float64 `json:"trainium_speedup"`
 	// LaunchPct is the share of the GPU's time that is kernel launches.
 	LaunchPct float64 `json:"launch_pct"`
+	// USDPerHour is one GPU's share of its instance (Instance);
+	// USDPerMillionTokens at its tokens/s; CostRatio that over the
+	// Trainium run's (above 1: Trainium is cheaper per token).
+	USDPerHour          float64 `json:"usd_per_hour,omitempty"`
+	USDPerMillionTokens float64 `json:"usd_per_million_tokens,omitempty"`
+	CostRatio           float64 `json:"cost_ratio,omitempty"`
+	Instance            string  `json:"instance,omitempty"`
 	// TopOps are the GPU's longest ops with the bound that decides them.
 	TopOps []GPUOp `json:"top_ops"`
 }
@@ -70,6 +78,13 @@ func buildGPU(cfg *configs.RunConfig, info *workloads.Info, r *Report) error {
 			}
 		}
 		g.LaunchPct = 100 * launch / e.TimeS
+		if in, ok := cost.ForAccelerator(d.Name); ok {
+			g.USDPerHour, g.Instance = in.PerAccelerator(), in.Name
+			g.USDPerMillionTokens = cost.PerMillionTokens(g.USDPerHour, g.TokensPerS)
+			if m.USDPerMillionTokens > 0 {
+				g.CostRatio = g.USDPerMillionTokens / m.USDPerMillionTokens
+			}
+		}
 		sort.SliceStable(ops, func(i, j int) bool { return ops[i].TimeS > ops[j].TimeS })
 		for _, o := range ops[:min(5, len(ops))] {
 			g.TopOps = append(g.TopOps, GPUOp{Name: o.Name, Kind: o.Kind, TimeS: o.TimeS, Bound: string(o.Bound)})
@@ -108,8 +123,15 @@ func (r *Report) writeGPU(line func(k, format string, args ...any)) {
 		for _, o := range g.TopOps[:min(2, len(g.TopOps))] {
 			tops = append(tops, fmt.Sprintf("%s %s (%s)", o.Name, fmtSeconds(o.TimeS), o.Bound))
 		}
-		line(k, "%s: %s %s, %.0f tokens/s, MFU %.1f%% MBU %.1f%%, launches %.0f%%; this NeuronCore is %.2fx its speed; longest: %s",
-			g.Title, unit, fmtSeconds(g.TimeS), g.TokensPerS, g.MFUPct, g.MBUPct, g.LaunchPct, g.Speedup, strings.Join(tops, ", "))
+		costs := ""
+		if g.USDPerMillionTokens > 0 {
+			costs = fmt.Sprintf(", $%.3f per million tokens ($%.3f/h)", g.USDPerMillionTokens, g.USDPerHour)
+			if g.CostRatio > 0 {
+				costs += fmt.Sprintf(", %.2fx Trainium's cost per token", g.CostRatio)
+			}
+		}
+		line(k, "%s: %s %s, %.0f tokens/s, MFU %.1f%% MBU %.1f%%, launches %.0f%%%s; this NeuronCore is %.2fx its speed; longest: %s",
+			g.Title, unit, fmtSeconds(g.TimeS), g.TokensPerS, g.MFUPct, g.MBUPct, g.LaunchPct, costs, g.Speedup, strings.Join(tops, ", "))
 	}
-	line("", "(one NeuronCore against one whole GPU, the same graph; the GPU side is the baseline model of docs/gpu.md, not a simulation)")
+	line("", "(one NeuronCore against one whole GPU on the same graph; cost per token puts them on equal terms; the GPU side is the baseline model of docs/gpu.md, not a simulation)")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/trnsim/trnsim/chip"
 	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/cost"
 	"github.com/trnsim/trnsim/workloads"
 )
 
@@ -47,11 +48,19 @@ type ModelReport struct {
 	// and cache read once, outputs and cache appends written once,
 	// activations kept on chip); HBMOverMin the simulated traffic over it
 	// (1 would be perfect fusion).
-	MinHBMBytes      int64        `json:"min_hbm_bytes"`
-	HBMOverMin       float64      `json:"hbm_over_min"`
-	Memory           ModelMemory  `json:"memory"`
-	FullModel        *ModelMemory `json:"full_model_memory,omitempty"`
-	HBMCapacityBytes int64        `json:"hbm_capacity_bytes"`
+	// USDPerHour is the cores used's share of their instance's price
+	// (Instance, PriceKind, PriceSource); USDPerMillionTokens at the
+	// run's tokens/s. Zero when the hardware has no price.
+	USDPerHour          float64      `json:"usd_per_hour,omitempty"`
+	USDPerMillionTokens float64      `json:"usd_per_million_tokens,omitempty"`
+	Instance            string       `json:"instance,omitempty"`
+	PriceKind           string       `json:"price_kind,omitempty"`
+	PriceSource         string       `json:"price_source,omitempty"`
+	MinHBMBytes         int64        `json:"min_hbm_bytes"`
+	HBMOverMin          float64      `json:"hbm_over_min"`
+	Memory              ModelMemory  `json:"memory"`
+	FullModel           *ModelMemory `json:"full_model_memory,omitempty"`
+	HBMCapacityBytes    int64        `json:"hbm_capacity_bytes"`
 }
 
 // ModelMemory is a model's footprint in HBM.
@@ -119,6 +128,12 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		bw := h.Chip.HBM.BandwidthGBps * 1e9 * cores / float64(max(h.Chip.Cores, 1))
 		m.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) / sim / bw
 	}
+	if in, ok := cost.ForAccelerator(h.Preset); ok && m.TokensPerS > 0 {
+		cores := float64(max(r.CoresUsed, 1))
+		m.USDPerHour = in.PerAccelerator() / float64(max(h.Chip.Cores, 1)) * cores
+		m.USDPerMillionTokens = cost.PerMillionTokens(m.USDPerHour, m.TokensPerS)
+		m.Instance, m.PriceKind, m.PriceSource = in.Name, in.Kind, in.Source
+	}
 	r.Model = m
 }
 
@@ -152,6 +167,9 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 		line("time per token", "%s (%.0f tokens/s)", fmtSeconds(m.TPOTS), m.TokensPerS)
 	}
 	line("MFU / MBU", "%.1f%% / %.1f%% (definitions in results.json)", m.MFUPct, m.MBUPct)
+	if m.USDPerHour > 0 {
+		line("cost", "$%.3f per million tokens at $%.4f/h (the cores' share of %s, %s)", m.USDPerMillionTokens, m.USDPerHour, m.Instance, m.PriceKind)
+	}
 	line("HBM traffic", "%.2fx the graph's least (%s: weights and inputs read once, activations on chip)", m.HBMOverMin, HumanBytes(m.MinHBMBytes))
 	line("memory", "weights %s, KV cache %s, activations %s of %s HBM per core",
 		HumanBytes(m.Memory.WeightsBytes), HumanBytes(m.Memory.KVCacheBytes), HumanBytes(m.Memory.ActivationsBytes), HumanBytes(m.HBMCapacityBytes))

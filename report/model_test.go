@@ -106,6 +106,14 @@ func TestGPUComparison(t *testing.T) {
 		require.NotEmpty(t, g.TopOps)
 	}
 	assert.Less(t, r.GPU[0].TimeS, r.GPU[1].TimeS, "H100 streams the weights faster than A100")
+	// Cost: one trn2 core is 1/128 of trn2.48xlarge's $35.76/h; an H100
+	// 1/8 of p5.48xlarge's $55.04/h; a million tokens at the run's rate.
+	m := r.Model
+	assert.InDelta(t, 35.76/16/8, m.USDPerHour, 1e-9)
+	assert.InDelta(t, m.USDPerHour/3600/m.TokensPerS*1e6, m.USDPerMillionTokens, 1e-9)
+	assert.InDelta(t, 55.04/8, r.GPU[0].USDPerHour, 1e-9)
+	assert.InDelta(t, r.GPU[0].USDPerMillionTokens/m.USDPerMillionTokens, r.GPU[0].CostRatio, 1e-9)
+	assert.Equal(t, "p4de.24xlarge", r.GPU[1].Instance)
 	var out bytes.Buffer
 	r.WriteSummary(&out)
 	assert.Contains(t, out.String(), "vs GPU             H100 SXM: time per token")

@@ -58,10 +58,11 @@ var onlyRules = []struct {
 	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/..."}},
 	// The GPU baseline reads the op graph, never the Trainium program.
 	{[]string{"gpu"}, []string{"isa", "workloads/graph"}},
+	{[]string{"cost"}, nil},
 	// Above the simulation.
-	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu"}},
-	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "report"}},
-	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "report", "runner"}},
+	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost"}},
+	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "report"}},
+	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "report", "runner"}},
 	{[]string{"validate", "cmd/trnsim"}, []string{"..."}},
 }
 

@@ -73,3 +73,16 @@ func TestPlotErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 }
+
+func TestBars(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bars.png")
+	require.NoError(t, Bars(path, Figure{Title: "t", YLabel: "USD per million tokens"}, []string{"trn2 core", "H100", "B200"},
+		[]BarSeries{{Label: "cost", Values: []float64{1, 3, 4}}}))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(data, []byte("\x89PNG")))
+	assert.ErrorContains(t, Bars(filepath.Join(dir, "b.png"), Figure{}, []string{"a"}, []BarSeries{{Label: "s", Values: []float64{1, 2}}}), "has 2 values for 1 groups")
+	assert.ErrorContains(t, Bars(filepath.Join(dir, "b.png"), Figure{LogY: true}, []string{"a"}, []BarSeries{{Label: "s", Values: []float64{1}}}), "linear axes")
+	assert.ErrorContains(t, Bars(filepath.Join(dir, "b.png"), Figure{}, []string{"a"}, []BarSeries{{Label: "s", Values: []float64{-1}}}), "cannot be drawn")
+}

@@ -36,8 +36,10 @@ type GPUReport struct {
 	USDPerMillionTokens float64 `json:"usd_per_million_tokens,omitempty"`
 	CostRatio           float64 `json:"cost_ratio,omitempty"`
 	Instance            string  `json:"instance,omitempty"`
-	// TopOps are the GPU's longest ops with the bound that decides them.
+	// TopOps are the GPU's longest ops with the bound that decides them;
+	// Ops every op's estimate, in graph order.
 	TopOps []GPUOp `json:"top_ops"`
+	Ops    []GPUOp `json:"ops"`
 }
 
 // GPUOp is an op's GPU estimate.
@@ -84,6 +86,9 @@ func buildGPU(cfg *configs.RunConfig, info *workloads.Info, r *Report) error {
 			if m.USDPerMillionTokens > 0 {
 				g.CostRatio = g.USDPerMillionTokens / m.USDPerMillionTokens
 			}
+		}
+		for _, o := range ops {
+			g.Ops = append(g.Ops, GPUOp{Name: o.Name, Kind: o.Kind, TimeS: o.TimeS, Bound: string(o.Bound)})
 		}
 		sort.SliceStable(ops, func(i, j int) bool { return ops[i].TimeS > ops[j].TimeS })
 		for _, o := range ops[:min(5, len(ops))] {

@@ -3,6 +3,8 @@ package report_test
 import (
 	"bytes"
 	"fmt"
+	"image/png"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -121,4 +123,33 @@ func TestGPUComparison(t *testing.T) {
 	cfg.Workload.Model.GPUs = []string{"v100"}
 	_, err = runner.Run(cfg, runner.Options{})
 	assert.ErrorContains(t, err, `workload.model.gpus: unknown GPU "v100"`)
+}
+
+// The comparison figures are written as PNG images, and a run without GPU
+// baselines writes none.
+func TestWriteFigures(t *testing.T) {
+	text := "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 256, layers: 2}\n"
+	cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
+	require.NoError(t, err)
+	prog, info, err := workloads.Lower(cfg)
+	require.NoError(t, err)
+	res, err := chip.Run(cfg, prog, chip.Options{})
+	require.NoError(t, err)
+	r, err := report.Build(cfg, info, res, "test")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	files, err := r.WriteFigures(dir)
+	require.NoError(t, err)
+	require.Len(t, files, 3)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		img, err := png.Decode(bytes.NewReader(data))
+		require.NoError(t, err, f)
+		assert.Equal(t, 605, img.Bounds().Dx(), "16 cm at the default resolution")
+	}
+	r.GPU = nil
+	files, err = r.WriteFigures(t.TempDir())
+	require.NoError(t, err)
+	assert.Empty(t, files)
 }

@@ -95,6 +95,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var sets []string
 	var preset, window string
 	var quiet, sweepBase, exact bool
+	var plotDir string
 	cmd := &cobra.Command{
 		Use:   "run [config.yaml | kernel.asm]",
 		Short: "Simulate a run config or an assembly kernel (no argument: the embedded default)",
@@ -158,6 +159,20 @@ exits with 130 or 143.`,
 					fmt.Fprintf(stderr, "trnsim: wrote %s\n", f)
 				}
 			}
+			if plotDir != "" {
+				files, err := out.Report.WriteFigures(plotDir)
+				if err != nil {
+					return fmt.Errorf("--plots: %w", err)
+				}
+				if len(files) == 0 {
+					fmt.Fprintf(stderr, "trnsim: --plots: no figures for this run (they compare a model with its GPU baselines)\n")
+				}
+				for _, f := range files {
+					if !quiet {
+						fmt.Fprintf(stderr, "trnsim: wrote %s\n", f)
+					}
+				}
+			}
 			return nil
 		},
 	}
@@ -172,6 +187,7 @@ exits with 130 or 143.`,
 	f.StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
 	f.BoolVar(&opts.NoRaceCheck, "no-race-check", false, "turn the data-race detector off (faster)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines and no list of the files written on stderr (warnings and errors still print)")
+	f.StringVar(&plotDir, "plots", "", "models: write the comparison figures (throughput, cost, the longest ops against the GPUs) into `DIR` as PNG")
 	f.BoolVar(&exact, "exact", false, "models: simulate every layer (by default identical layers reuse the last simulated one's time)")
 	f.BoolVar(&sweepBase, "sweep-base", false, "the argument is a sweep file: run its inline base: (how trnsim sweep runs a point)")
 	_ = f.MarkHidden("sweep-base")

@@ -60,9 +60,9 @@ var onlyRules = []struct {
 	{[]string{"gpu"}, []string{"isa", "workloads/graph"}},
 	{[]string{"cost"}, nil},
 	// Above the simulation.
-	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost"}},
-	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "report"}},
-	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "report", "runner"}},
+	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots"}},
+	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots", "report"}},
+	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots", "report", "runner"}},
 	{[]string{"validate", "cmd/trnsim"}, []string{"..."}},
 }
 

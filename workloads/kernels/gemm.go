@@ -536,6 +536,9 @@ func better(a, b *GEMMPlan) bool {
 	if a.Order != b.Order {
 		return a.Order == OrderNKM
 	}
+	if a.NBuf != b.NBuf {
+		return a.NBuf > b.NBuf // deeper buffering hides more of the loads
+	}
 	if a.BK != b.BK {
 		return a.BK > b.BK
 	}

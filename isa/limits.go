@@ -481,6 +481,19 @@ func (l *Limits) checkDMA(in *Instruction) error {
 	}
 	switch in.Op {
 	case OpDMACopy:
+		if a := in.Attrs.Accumulate; a != ALUNone {
+			// A read-modify-write at the destination (NKI's dma_copy
+			// dst_rmw_op): only add, in SBUF or HBM, without a cast.
+			if a != ALUAdd {
+				return l.failAttr(in, "acc", 0, "dma_copy accumulates only with acc=add, not acc=%s", a)
+			}
+			if dst.Mem == MemPSUM {
+				return l.failOp(in, 1, "dma_copy acc=add writes SBUF or HBM, not PSUM")
+			}
+			if dst.DType != src.DType {
+				return l.failOp(in, 1, "dma_copy acc=add cannot cast %s to %s", src.DType, dst.DType)
+			}
+		}
 		if dst.Elements() != src.Elements() {
 			return l.failOp(in, 1, "dma_copy moves %d elements into %d", src.Elements(), dst.Elements())
 		}

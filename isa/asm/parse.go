@@ -905,7 +905,7 @@ var attrKeys = map[isa.Opcode][]string{
 	isa.OpTensorReduce:       {"alu", "axis"},
 	isa.OpMemset:             {"value"},
 	isa.OpIota:               {"base", "step"},
-	isa.OpDMACopy:            {"queue", "dge"},
+	isa.OpDMACopy:            {"queue", "dge", "acc"},
 	isa.OpDMATranspose:       {"queue", "dge"},
 	isa.OpDMAGather:          {"queue", "dge"},
 	isa.OpDMAScatter:         {"queue", "dge"},

@@ -119,7 +119,7 @@ func TestLoadErrorsUnknownField(t *testing.T) {
 			"hardware:",
 			"  preset: trn2",
 			"  clock_ghz: 2",
-		), nil, "test.yaml:3:3: hardware.clock_ghz: unknown field (known fields of hardware: chip, chips, core, cost_table, costs, description, generation, name, preset)"},
+		), nil, "test.yaml:3:3: hardware.clock_ghz: unknown field (known fields of hardware: chip, chips, core, cost_table, costs, description, efa, generation, instance, name, nodes, preset, topology)"},
 		{"core sbuf", withGEMM(
 			"hardware:",
 			"  preset: trn2",
@@ -423,12 +423,66 @@ func TestLoadErrorsCrossField(t *testing.T) {
 			"  core:",
 			"    access_pattern: {stride_min: 4}",
 		), nil, "test.yaml:4:34: hardware.core.access_pattern.stride_min: must not be positive, got 4"},
-		{"topology", withGEMM(
+		{"topology moved", withGEMM(
 			"hardware:",
 			"  preset: trn2",
 			"  chip:",
 			"    links: {topology: mesh}",
-		), nil, "test.yaml:4:23: hardware.chip.links.topology: must be none, ring, 2d_torus, 3d_torus or switched, got \"mesh\""},
+		), nil, "test.yaml:4:13: hardware.chip.links.topology: unknown field: moved: the chips' arrangement is hardware.topology.kind (none, ring, 2d_torus, 3d_torus, switched, custom), set by instances"},
+		{"topology kind", withGEMM(
+			"hardware:",
+			"  preset: trn2",
+			"  topology: {kind: mesh}",
+		), nil, "test.yaml:3:20: hardware.topology.kind: must be one of none, ring, 2d_torus, 3d_torus, switched, custom, got \"mesh\""},
+		{"torus dims do not make the chips", withGEMM(
+			"hardware:",
+			"  preset: trn2",
+			"  chips: 8",
+			"  topology: {kind: 2d_torus, dims: [3, 3]}",
+		), nil, "test.yaml:4:36: hardware.topology.dims: dims [3 3] make 9 chips, but a node has 8 (hardware.chips 8 / hardware.nodes 1)"},
+		{"dims of a switch", withGEMM(
+			"hardware:",
+			"  preset: trn3",
+			"  chips: 4",
+			"  topology: {kind: switched, dims: [4]}",
+		), nil, "test.yaml:4:36: hardware.topology.dims: only ring, 2d_torus and 3d_torus take dims, not switched"},
+		{"custom link outside the node", withGEMM(
+			"hardware:",
+			"  preset: trn2",
+			"  chips: 2",
+			"  topology: {kind: custom, links: [{a: 0, b: 2}]}",
+		), nil, "test.yaml:4:35: hardware.topology.links: link 0 joins chips 0 and 2; a node has chips 0 to 1 and a link joins two different chips"},
+		{"instance and preset disagree", withGEMM(
+			"hardware:",
+			"  preset: trn1",
+			"  instance: trn2.48xlarge",
+		), nil, "test.yaml:2:11: hardware.preset: trn1 does not match hardware.instance trn2.48xlarge, whose chips are trn2 (leave hardware.preset out: the instance implies it)"},
+		{"instance and chips disagree", withGEMM(
+			"hardware:",
+			"  instance: trn2.48xlarge",
+			"  nodes: 2",
+			"  chips: 16",
+		), nil, "test.yaml:4:10: hardware.chips: 16 chips do not match hardware.instance trn2.48xlarge x hardware.nodes 2 = 32 chips (leave hardware.chips out: the instance implies it)"},
+		{"unknown instance", withGEMM(
+			"hardware:",
+			"  instance: trn2.96xlarge",
+		), nil, "test.yaml:2:13: hardware.instance: unknown instance \"trn2.96xlarge\" (instances: inf2.24xlarge, inf2.48xlarge, inf2.8xlarge, inf2.xlarge, trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2-ultraserver, trn2.48xlarge, trn2u.48xlarge, trn3-ultraserver)"},
+		{"nodes without a network", withGEMM(
+			"hardware:",
+			"  instance: inf2.48xlarge",
+			"  nodes: 2",
+		), nil, "test.yaml:3:10: hardware.nodes: 2 nodes need an EFA network between them, but hardware.efa.chip_bandwidth_gbps is 0 (inf2.48xlarge has none)"},
+		{"lnc on NeuronCore-v2", withGEMM(
+			"hardware:",
+			"  preset: trn1",
+			"  chip: {lnc: 2}",
+		), nil, "test.yaml:3:15: hardware.chip.lnc: logical cores of 2 physical cores exist on Trainium2 and later (NeuronCore-v3+), not on NeuronCore-v2"},
+		{"nodes do not divide the chips", withGEMM(
+			"hardware:",
+			"  preset: trn2",
+			"  chips: 3",
+			"  nodes: 2",
+		), nil, "test.yaml:3:10: hardware.chips: 2 nodes do not divide hardware.chips 3 evenly"},
 		{"empty name", withGEMM(
 			"hardware:",
 			"  preset: trn2",

@@ -20,8 +20,20 @@ type Hardware struct {
 	Description string `yaml:"description"`
 	// Generation is the NeuronCore version: 2 (trn1, inf2), 3 (trn2), 4 (trn3).
 	Generation int `yaml:"generation" check:"pos"`
-	// Chips is how many chips the simulated system has.
+	// Chips is how many chips the simulated system has. With an instance
+	// it is derived (nodes x the instance's chips) and need not be set.
 	Chips int `yaml:"chips" check:"pos"`
+	// Instance names an instance preset (trn1.32xlarge, trn2.48xlarge,
+	// ...; `trnsim presets` lists them). It implies the chip preset, the
+	// chips of one node, the topology and the EFA network, so
+	// hardware.preset may be left out.
+	Instance string `yaml:"instance"`
+	// Nodes is how many instances the system has, joined by EFA.
+	Nodes int `yaml:"nodes" check:"pos"`
+	// Topology is how the chips of one node are linked.
+	Topology TopologyConfig `yaml:"topology"`
+	// EFA joins the nodes.
+	EFA EFAConfig `yaml:"efa"`
 	// CostTable names the embedded per-instruction cost table (nc-v2, nc-v3,
 	// nc-v4) the costs start from.
 	CostTable string     `yaml:"cost_table"`
@@ -36,9 +48,60 @@ type Hardware struct {
 // ChipConfig holds what is shared by the cores of one chip.
 type ChipConfig struct {
 	// Cores is the number of physical NeuronCores per chip.
-	Cores int        `yaml:"cores" check:"pos"`
+	Cores int `yaml:"cores" check:"pos"`
+	// LNC is the logical NeuronCore size: how many physical cores act as
+	// one logical core (1 or 2; the Neuron runtime's default is 2 on trn2
+	// and trn3). Kernels address physical cores; parallel plans count
+	// ranks in logical cores.
+	LNC   int        `yaml:"lnc" check:"pos"`
 	HBM   HBMConfig  `yaml:"hbm"`
+	NoC   NoCConfig  `yaml:"noc"`
 	Links LinkConfig `yaml:"links"`
+}
+
+// NoCConfig describes the on-chip fabric between a chip's cores, DMA
+// engines and HBM stacks.
+type NoCConfig struct {
+	// LatencyNs is what a semaphore update or a DMA's data takes to reach
+	// another core of the chip, or an HBM stack that is not the core's own.
+	LatencyNs float64 `yaml:"latency_ns" check:"nonneg"`
+}
+
+// TopologyConfig is how the chips of one node are linked.
+type TopologyConfig struct {
+	// Kind is none (chips without links: only one chip may be used at a
+	// time), ring, 2d_torus, 3d_torus, switched (every chip one hop from
+	// every other through a switch) or custom (Links).
+	Kind string `yaml:"kind"`
+	// Dims are a torus's (or ring's) sizes per axis; their product is the
+	// chips of one node. Empty: derived from the chips, as square as
+	// possible.
+	Dims []int `yaml:"dims"`
+	// AxisBandwidthGBps, if set, is a link's bandwidth per direction along
+	// each axis (a Trn2 UltraServer's Z links are slower); else every
+	// link has hardware.chip.links.link_bandwidth_gbps.
+	AxisBandwidthGBps []float64 `yaml:"axis_bandwidth_gbps"`
+	// Links are a custom topology's links.
+	Links []CustomLink `yaml:"links"`
+}
+
+// CustomLink is one bidirectional link of a custom topology.
+type CustomLink struct {
+	A int `yaml:"a" check:"nonneg"`
+	B int `yaml:"b" check:"nonneg"`
+	// BandwidthGBps per direction; 0: hardware.chip.links.link_bandwidth_gbps.
+	BandwidthGBps float64 `yaml:"bandwidth_gbps" check:"nonneg"`
+}
+
+// EFAConfig describes the network between nodes: one EFA interface per
+// chip.
+type EFAConfig struct {
+	// ChipBandwidthGBps is one chip's EFA bandwidth per direction (bytes,
+	// not bits).
+	ChipBandwidthGBps float64 `yaml:"chip_bandwidth_gbps" check:"nonneg"`
+	// LatencyNs is what a transfer or a semaphore update takes from one
+	// node to another.
+	LatencyNs float64 `yaml:"latency_ns" check:"nonneg"`
 }
 
 // removedFields are fields that earlier versions had and nothing read:
@@ -46,6 +109,7 @@ type ChipConfig struct {
 var removedFields = map[string]string{
 	"hardware.chip.dma_bandwidth_gbps": "removed: nothing read it; the simulated DMA bandwidth is hardware.core.dma.engines x engine_bandwidth_gbps per core, bounded by hardware.chip.hbm.bandwidth_gbps",
 	"hardware.chip.peak_bf16_tflops":   "removed: nothing read it; the peak is the array arithmetic, hardware.core.tensor.array_rows x array_cols x 2 FLOP x clock_ghz per core",
+	"hardware.chip.links.topology":     "moved: the chips' arrangement is hardware.topology.kind (none, ring, 2d_torus, 3d_torus, switched, custom), set by instances",
 	"hardware.core.tensor.fp8_rate":    "removed: an FP8 matmul's rate follows its mode, the BF16 rate normally and 2x in double-row mode (perf=2, where hardware.core.tensor.fp8_double_row is true)",
 }
 
@@ -64,12 +128,18 @@ type HBMConfig struct {
 	InterleaveBytes int64 `yaml:"interleave_bytes" check:"nonneg"`
 }
 
-// LinkConfig describes chip-to-chip links (NeuronLink). Reserved for
-// multi-chip runs; recorded so presets are complete.
+// LinkConfig describes a chip's chip-to-chip links (NeuronLink).
 type LinkConfig struct {
+	// Count is the chip's links; ChipBandwidthGBps their total, as
+	// published (recorded, not simulated: the links simulate at
+	// LinkBandwidthGBps).
 	Count             int     `yaml:"count" check:"nonneg"`
 	ChipBandwidthGBps float64 `yaml:"chip_bandwidth_gbps" check:"nonneg"`
-	Topology          string  `yaml:"topology"`
+	// LinkBandwidthGBps is one link's bandwidth per direction.
+	LinkBandwidthGBps float64 `yaml:"link_bandwidth_gbps" check:"nonneg"`
+	// LatencyNs is what a link hop adds to a transfer or a semaphore
+	// update.
+	LatencyNs float64 `yaml:"latency_ns" check:"nonneg"`
 }
 
 // CoreConfig describes one physical NeuronCore.
@@ -207,6 +277,12 @@ type AccessPatternLimits struct {
 	StrideMin int64 `yaml:"stride_min"`
 	StrideMax int64 `yaml:"stride_max" check:"pos"`
 }
+
+// LogicalCoresPerChip returns the chip's logical cores (cores / lnc).
+func (h *Hardware) LogicalCoresPerChip() int { return h.Chip.Cores / max(h.Chip.LNC, 1) }
+
+// ChipsPerNode returns the chips of one node.
+func (h *Hardware) ChipsPerNode() int { return h.Chips / max(h.Nodes, 1) }
 
 // HBMBytesPerChip returns one chip's HBM capacity in bytes.
 func (h *Hardware) HBMBytesPerChip() int64 {

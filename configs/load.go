@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-//go:embed presets/*.yaml presets/costs/*.yaml defaults/*.yaml
+//go:embed presets/*.yaml presets/costs/*.yaml defaults/*.yaml instances/*.yaml
 var presetFS embed.FS
 
 // DefaultConfigName is what the embedded default run config is called in
@@ -116,9 +116,9 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	// Hardware: the preset, then the file, then --set overrides.
 	hwNode := sections["hardware"]
 	setDec := newDecoder(SetFile)
-	preset := ""
-	var presetNode *yaml.Node // where the preset was named
-	var presetDec *decoder    // and by which layer
+	preset, instance := "", ""
+	var presetNode, instanceNode *yaml.Node // where the preset and the instance were named
+	var presetDec, instanceDec *decoder     // and by which layer
 	for _, layer := range []struct {
 		dec  *decoder
 		node *yaml.Node
@@ -137,6 +137,25 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 			}
 			preset, presetNode, presetDec = p.Value, p, layer.dec
 		}
+		if p := childOf(layer.node, "instance"); p != nil {
+			if p.Kind != yaml.ScalarNode || p.Tag != "!!str" {
+				return nil, layer.dec.errAt(p, "hardware.instance", "expected an instance name, got %s", describe(p))
+			}
+			instance, instanceNode, instanceDec = p.Value, p, layer.dec
+		}
+	}
+	var hw *Hardware
+	var hwSources map[string]Source
+	if instance != "" {
+		var base string
+		hw, hwSources, base, err = loadInstance(instance)
+		if err != nil {
+			return nil, instanceDec.errAt(instanceNode, "hardware.instance", "%v", err)
+		}
+		if preset != "" && preset != base {
+			return nil, presetDec.errAt(presetNode, "hardware.preset", "%s does not match hardware.instance %s, whose chips are %s (leave hardware.preset out: the instance implies it)", preset, instance, base)
+		}
+		preset = base
 	}
 	if preset == "" {
 		at := hwNode
@@ -145,11 +164,14 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 		}
 		return nil, d.errAt(at, "hardware.preset", "required (presets: %s)", strings.Join(PresetNames(), ", "))
 	}
-	hw, hwSources, err := loadPreset(preset, 0)
-	if err != nil {
-		return nil, presetDec.errAt(presetNode, "hardware.preset", "%v", err)
+	if hw == nil {
+		hw, hwSources, err = loadPreset(preset, 0)
+		if err != nil {
+			return nil, presetDec.errAt(presetNode, "hardware.preset", "%v", err)
+		}
 	}
 	cfg.Hardware = *hw
+	chipsPerNode := hw.Chips
 	for k, v := range hwSources {
 		cfg.Sources[k] = v
 	}
@@ -190,6 +212,9 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 				cfg.Sources[k] = v
 			}
 		}
+	}
+	if err := cfg.deriveChips(instance, chipsPerNode); err != nil {
+		return nil, err
 	}
 
 	// Costs: the named table, then overrides from the file and --set.
@@ -406,6 +431,45 @@ func Presets() ([]PresetInfo, error) {
 	return out, nil
 }
 
+// InstanceNames lists the embedded instance presets.
+func InstanceNames() []string {
+	entries, _ := presetFS.ReadDir("instances")
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") {
+			out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Instance returns an instance preset's hardware (one node), the source
+// of every field and the chip preset it is built on.
+func Instance(name string) (*Hardware, map[string]Source, string, error) {
+	return loadInstance(name)
+}
+
+// loadInstance reads instances/NAME.yaml: a preset file whose base is a
+// chip preset.
+func loadInstance(name string) (*Hardware, map[string]Source, string, error) {
+	file := "instances/" + name + ".yaml"
+	data, err := presetFS.ReadFile(file)
+	if err != nil || strings.Contains(name, "/") {
+		return nil, nil, "", fmt.Errorf("unknown instance %q (instances: %s)", name, strings.Join(InstanceNames(), ", "))
+	}
+	root, err := parseEmbedded(file, data)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	b := childOf(root, "base")
+	if b == nil || !IsPreset(b.Value) {
+		return nil, nil, "", fmt.Errorf("%s: base must name a chip preset", file)
+	}
+	hw, src, err := loadPresetFile(file, "instance "+name, root, 0)
+	return hw, src, b.Value, err
+}
+
 func loadPreset(name string, depth int) (*Hardware, map[string]Source, error) {
 	if depth > 4 {
 		return nil, nil, fmt.Errorf("preset %s: base chain too deep", name)
@@ -419,9 +483,13 @@ func loadPreset(name string, depth int) (*Hardware, map[string]Source, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return loadPresetFile(file, "preset "+name, root, depth)
+}
+
+// loadPresetFile decodes a parsed preset file (its base first).
+func loadPresetFile(file, srcName string, root *yaml.Node, depth int) (*Hardware, map[string]Source, error) {
 	hw := &Hardware{}
 	sources := map[string]Source{}
-	srcName := "preset " + name
 	if b := childOf(root, "base"); b != nil {
 		base, bs, err := loadPreset(b.Value, depth+1)
 		if err != nil {

@@ -225,7 +225,7 @@ func TestDerivedPresetInheritsWithAttribution(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, trn1.Core, inf2.Core, "inf2 has the trn1 NeuronCore")
 	assert.Equal(t, 2, inf2.Chip.Links.Count)
-	assert.Equal(t, "ring", inf2.Chip.Links.Topology)
+	assert.Equal(t, "ring", inf2.Topology.Kind)
 	assert.Equal(t, "preset inf2", sources["hardware.chip.links.count"].File)
 	assert.Equal(t, "preset trn1", sources["hardware.core.sbuf.partition_kib"].File)
 }

@@ -58,7 +58,11 @@ func (c *RunConfig) validateHardware() error {
 		{co.DMA.Arbitration == "qos" && co.DMA.QoSClasses < 1, "hardware.core.dma.qos_classes", "qos arbitration needs at least one class"},
 		{co.DMA.HardwareDGEBlocks > 0 && co.DMA.HardwareDGENs <= 0, "hardware.core.dma.hardware_dge_ns", "must be greater than 0 when hardware_dge_blocks is set"},
 		{co.AP.StrideMin > 0, "hardware.core.access_pattern.stride_min", fmt.Sprintf("must not be positive, got %d", co.AP.StrideMin)},
-		{!contains([]string{"none", "ring", "2d_torus", "3d_torus", "switched"}, h.Chip.Links.Topology), "hardware.chip.links.topology", fmt.Sprintf("must be none, ring, 2d_torus, 3d_torus or switched, got %q", h.Chip.Links.Topology)},
+		{!contains(TopologyKinds, h.Topology.Kind), "hardware.topology.kind", fmt.Sprintf("must be one of %s, got %q", strings.Join(TopologyKinds, ", "), h.Topology.Kind)},
+		{h.Chip.LNC != 1 && h.Chip.LNC != 2, "hardware.chip.lnc", fmt.Sprintf("must be 1 or 2, got %d", h.Chip.LNC)},
+		{h.Chip.LNC == 2 && h.Generation < 3, "hardware.chip.lnc", "logical cores of 2 physical cores exist on Trainium2 and later (NeuronCore-v3+), not on NeuronCore-v2"},
+		{h.Chip.Cores%h.Chip.LNC != 0, c.userSetOf("hardware.chip.lnc", "hardware.chip.cores"), fmt.Sprintf("lnc %d does not divide the chip's %d cores", h.Chip.LNC, h.Chip.Cores)},
+		{h.Nodes > 1 && h.EFA.ChipBandwidthGBps <= 0, c.userSetOf("hardware.nodes", "hardware.efa.chip_bandwidth_gbps"), fmt.Sprintf("%d nodes need an EFA network between them, but hardware.efa.chip_bandwidth_gbps is 0 (%s has none)", h.Nodes, h.Name)},
 		{co.Power.StartFraction > 1, "hardware.core.power.start_fraction", "must be at most 1"},
 		{co.Semaphores > 1<<20, "hardware.core.semaphores", "more than 2^20 semaphores per core is not supported"},
 		{co.DMA.QueuesPerEngine > 64, "hardware.core.dma.queues_per_engine", fmt.Sprintf("more than 64 queues per engine is not supported, got %d", co.DMA.QueuesPerEngine)},
@@ -74,6 +78,84 @@ func (c *RunConfig) validateHardware() error {
 			return c.errAtPath(r.path, "%s", r.msg)
 		}
 	}
+	return c.validateTopology()
+}
+
+// TopologyKinds are the arrangements of a node's chips.
+var TopologyKinds = []string{"none", "ring", "2d_torus", "3d_torus", "switched", "custom"}
+
+// validateTopology checks the topology against the chips of one node.
+func (c *RunConfig) validateTopology() error {
+	h := &c.Hardware
+	t := &h.Topology
+	perNode := h.ChipsPerNode()
+	axes := map[string]int{"ring": 1, "2d_torus": 2, "3d_torus": 3}[t.Kind]
+	if len(t.Dims) > 0 {
+		if axes == 0 {
+			return c.errAtPath("hardware.topology.dims", "only ring, 2d_torus and 3d_torus take dims, not %s", t.Kind)
+		}
+		if len(t.Dims) != axes {
+			return c.errAtPath("hardware.topology.dims", "%s takes %d dims, got %d", t.Kind, axes, len(t.Dims))
+		}
+		prod := 1
+		for i, d := range t.Dims {
+			if d < 1 {
+				return c.errAtPath("hardware.topology.dims", "dim %d is %d; dims must be positive", i, d)
+			}
+			prod *= d
+		}
+		if prod != perNode {
+			return c.errAtPath(c.userSetOf("hardware.topology.dims", "hardware.chips"), "dims %v make %d chips, but a node has %d (hardware.chips %d / hardware.nodes %d)", t.Dims, prod, perNode, h.Chips, h.Nodes)
+		}
+	}
+	if n := len(t.AxisBandwidthGBps); n > 0 {
+		if axes == 0 || n != axes {
+			return c.errAtPath("hardware.topology.axis_bandwidth_gbps", "%s has %d axes, got %d bandwidths", t.Kind, axes, n)
+		}
+		for i, b := range t.AxisBandwidthGBps {
+			if b <= 0 {
+				return c.errAtPath("hardware.topology.axis_bandwidth_gbps", "axis %d: bandwidth must be positive, got %g", i, b)
+			}
+		}
+	}
+	if len(t.Links) > 0 && t.Kind != "custom" {
+		return c.errAtPath("hardware.topology.links", "only a custom topology takes links, not %s", t.Kind)
+	}
+	for i, l := range t.Links {
+		if l.A >= perNode || l.B >= perNode || l.A == l.B {
+			return c.errAtPath("hardware.topology.links", "link %d joins chips %d and %d; a node has chips 0 to %d and a link joins two different chips", i, l.A, l.B, perNode-1)
+		}
+	}
+	if t.Kind != "none" && t.Kind != "custom" && perNode > 1 && h.Chip.Links.LinkBandwidthGBps <= 0 && len(t.AxisBandwidthGBps) == 0 {
+		return c.errAtPath("hardware.chip.links.link_bandwidth_gbps", "must be positive for a %s of %d chips", t.Kind, perNode)
+	}
+	return nil
+}
+
+// fromPreset reports whether a value came from a chip or instance preset
+// rather than from the user.
+func (s Source) fromPreset() bool {
+	return strings.HasPrefix(s.File, "preset ") || strings.HasPrefix(s.File, "instance ")
+}
+
+// deriveChips sets hardware.chips from an instance and its nodes, and
+// checks the two agree when both are given.
+func (c *RunConfig) deriveChips(instance string, chipsPerNode int) error {
+	h := &c.Hardware
+	if instance == "" {
+		if h.Chips%h.Nodes != 0 {
+			return c.errAtPath(c.userSetOf("hardware.chips", "hardware.nodes"), "%d nodes do not divide hardware.chips %d evenly", h.Nodes, h.Chips)
+		}
+		return nil
+	}
+	if h.Instance != instance {
+		return c.errAtPath("hardware.instance", "set twice: %s and %s", instance, h.Instance)
+	}
+	want := chipsPerNode * h.Nodes
+	if p, ok := c.UserSet("hardware.chips"); ok && h.Chips != want {
+		return c.errAtPath(p, "%d chips do not match hardware.instance %s x hardware.nodes %d = %d chips (leave hardware.chips out: the instance implies it)", h.Chips, instance, h.Nodes, want)
+	}
+	h.Chips = want
 	return nil
 }
 
@@ -97,7 +179,7 @@ func (c *RunConfig) setUnder(path string) string {
 // config or by --set) rather than a preset or a default.
 func (c *RunConfig) UserSet(paths ...string) (string, bool) {
 	for _, p := range paths {
-		if s, ok := c.Sources[p]; ok && !strings.HasPrefix(s.File, "preset ") {
+		if s, ok := c.Sources[p]; ok && !s.fromPreset() {
 			return p, true
 		}
 	}
@@ -109,7 +191,7 @@ func (c *RunConfig) UserSet(paths ...string) (string, bool) {
 // between fields is blamed on the field the user changed.
 func (c *RunConfig) userSetOf(paths ...string) string {
 	for _, p := range paths {
-		if s, ok := c.Sources[p]; ok && !strings.HasPrefix(s.File, "preset ") {
+		if s, ok := c.Sources[p]; ok && !s.fromPreset() {
 			return p
 		}
 	}

@@ -1,10 +1,21 @@
-// Package noc will model the on-chip fabric between cores, DMA engines and
-// HBM, the NeuronLink links between chips (2D/3D torus, switched) and the
-// collective algorithms over them (ring, recursive halving/doubling, mesh).
+// Package noc models what joins the cores and chips of a simulated system:
+// the on-chip fabric between a chip's cores, DMA engines and HBM stacks, the
+// NeuronLink links between the chips of a node (ring, 2D and 3D torus,
+// switched, or custom), and EFA between nodes (reference §1, §5, §5.1).
 //
-// It is empty in this version: the simulator runs one NeuronCore (or several
-// cores of one chip sharing HBM, synchronised by semaphores), and the
-// multi-chip work that needs this package has not been built. The link
-// figures already sit in every preset (hardware.chip.links) so configs are
-// ready for it.
+// A Fabric answers two questions for the DMA engines and the sequencers:
+// which links a transfer from one chip to another crosses (Route, by
+// dimension-order routing on a torus, shortest paths on a custom graph) and
+// what a semaphore update or a transfer's data takes to travel (the hops'
+// latency). Each direction of a link is a bandwidth server shared the way
+// an HBM stack is (package memory): a DMA engine share that starts on a
+// route is slowed by the most loaded link on it, max(1, engine rate x
+// engines active on the link / link rate), fixed when the share starts.
+// One calculation per share, never per byte or packet.
+//
+// What is not modelled (named so its influence can be judged): packet
+// switching and credit flow inside a link, the on-chip fabric's bandwidth
+// (only its latency: nothing public gives its bandwidth, and an HBM stack
+// binds first), routers' buffering, and EFA's protocol stack beyond one
+// latency and one bandwidth per chip.
 package noc

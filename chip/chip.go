@@ -7,11 +7,8 @@ package chip
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/sarchlab/akita/v3/sim"
 
 	"github.com/trnsim/trnsim/clock"
 	"github.com/trnsim/trnsim/configs"
@@ -20,6 +17,7 @@ import (
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/isa/asm"
 	"github.com/trnsim/trnsim/memory"
+	"github.com/trnsim/trnsim/noc"
 	"github.com/trnsim/trnsim/opstats"
 )
 
@@ -115,6 +113,10 @@ type system struct {
 	boards map[coreKey]*engines.SemBoard
 	cores  []*coreParts
 	hbm    []*memory.HBM
+	fabric *noc.Fabric
+	// act and perOp always watch the run.
+	act   *activity
+	perOp *opstats.Collector
 }
 
 type coreParts struct {
@@ -135,175 +137,9 @@ func Describe(prog *isa.Program, in *isa.Instruction) string {
 // Run simulates prog on the hardware of cfg.
 func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, error) {
 	hostStart := time.Now()
-	h := &cfg.Hardware
-	limits := h.Limits()
-	for _, b := range prog.Buffers {
-		if err := limits.CheckBuffer(b); err != nil {
-			if b.Line > 0 {
-				return nil, fmt.Errorf("line %d: %w", b.Line, err)
-			}
-			return nil, err
-		}
-	}
-	// Active cores: those with an instruction stream.
-	active := map[coreKey]int{}
-	var order []coreKey
-	streams := map[coreKey]*[isa.NumEngines]isa.Stream{}
-	// Every stream opens together: a generated program makes them in one
-	// pass.
-	opened := prog.Open()
-	for si, src := range prog.Streams {
-		k := coreKey{src.Key.Chip, src.Key.Core}
-		if int(k.chip) >= h.Chips || int(k.core) >= h.Chip.Cores || k.chip < 0 || k.core < 0 {
-			return nil, fmt.Errorf("the program has instructions for chip %d core %d, but the hardware has %d chip(s) of %d cores",
-				k.chip, k.core, h.Chips, h.Chip.Cores)
-		}
-		if _, ok := active[k]; !ok {
-			active[k] = len(order)
-			order = append(order, k)
-			streams[k] = &[isa.NumEngines]isa.Stream{}
-		}
-		if streams[k][src.Key.Engine] != nil {
-			return nil, fmt.Errorf("the program has two streams for %s", src.Key)
-		}
-		streams[k][src.Key.Engine] = opened[si]
-	}
-	sort.Slice(order, func(i, j int) bool {
-		if order[i].chip != order[j].chip {
-			return order[i].chip < order[j].chip
-		}
-		return order[i].core < order[j].core
-	})
-	for i, k := range order {
-		active[k] = i
-	}
-	co := &h.Core
-	perCore := int(isa.NumEngines) + co.DMA.QueuesPerEngine
-	agents := len(order) * perCore
-
-	s := &system{cfg: cfg, prog: prog, boards: map[coreKey]*engines.SemBoard{}}
-	act := newActivity()
-	perOp := opstats.New()
-	s.sim = &engines.Sim{
-		Engine:   sim.NewSerialEngine(),
-		Describe: func(in *isa.Instruction) string { return Describe(prog, in) },
-		Clocks:   &memory.Clocks{},
-	}
-	// What watches the run: the engines' own counters (per op too), the
-	// overlap record and the per-op DMA time always; the caller's tracer,
-	// progress and observers when asked.
-	observers := []engines.Observer{act}
-	dmaTracers := dmaFanOut{act, perOp}
-	if opts.Tracer != nil {
-		observers = append(observers, engines.TraceObserver(opts.Tracer))
-		dmaTracers = append(dmaTracers, opts.Tracer)
-	}
-	if opts.Progress != nil && opts.ProgressEvery > 0 {
-		observers = append(observers, &engines.ProgressObserver{Every: opts.ProgressEvery, Report: opts.Progress})
-	}
-	observers = append(observers, opts.Observers...)
-	s.sim.Boards = func(chip, core int32) *engines.SemBoard {
-		k := coreKey{chip, core}
-		if b, ok := s.boards[k]; ok {
-			return b
-		}
-		if int(chip) < 0 || int(chip) >= h.Chips || int(core) < 0 || int(core) >= h.Chip.Cores {
-			return nil
-		}
-		b := engines.NewSemBoard(chip, core, co.Semaphores, agents)
-		b.Clocks = s.sim.Clocks
-		s.boards[k] = b
-		return b
-	}
-	for c := 0; c < h.Chips; c++ {
-		stackBytes := int64(h.Chip.HBM.StackGiB * (1 << 30))
-		s.hbm = append(s.hbm, memory.NewHBM(h.Chip.HBM.Stacks, h.Chip.HBM.BandwidthGBps, stackBytes,
-			h.Chip.HBM.InterleaveBytes, clock.FromNanoseconds(h.Chip.HBM.LatencyNs)))
-	}
-	clocks := [isa.NumEngines]clock.Clock{}
-	clocks[isa.EngineTensor] = clock.New(co.Tensor.ClockGHz)
-	clocks[isa.EngineVector] = clock.New(co.Vector.ClockGHz)
-	clocks[isa.EngineScalar] = clock.New(co.Scalar.ClockGHz)
-	clocks[isa.EngineGpSimd] = clock.New(co.GpSimd.ClockGHz)
-	clocks[isa.EngineSync] = clock.New(co.Sync.ClockGHz)
-	power := engines.PowerParams{
-		Enabled:       co.Power.Enabled,
-		StartFraction: co.Power.StartFraction,
-		Ramp:          clock.FromNanoseconds(co.Power.RampUs * 1000),
-		Window:        clock.FromNanoseconds(co.Power.WindowUs * 1000),
-		LowUtil:       co.Power.LowUtilFraction,
-	}
-	// One race detector sees every core: HBM is shared by a chip's cores,
-	// and an access on one core may race with a transfer of another.
-	var race *memory.RaceDetector
-	hooks := engines.Hooks{Observers: observers}
-	if !opts.NoRaceCheck {
-		race = memory.NewRaceDetector()
-		race.SetBuffers(prog.Buffers)
-		hooks.Race = race
-	}
-	for _, k := range order {
-		board := s.sim.Boards(k.chip, k.core)
-		base := active[k] * perCore
-		dcfg := dma.Config{
-			Chip: k.chip, Core: k.core,
-			Engines:            co.DMA.Engines,
-			Queues:             co.DMA.QueuesPerEngine,
-			QueueDepth:         co.DMA.QueueDepth,
-			Partitions:         co.SBUF.Partitions,
-			EngineGBps:         co.DMA.EngineBandwidthGBps,
-			DescriptorMaxBytes: int64(co.DMA.DescriptorMaxKiB) * 1024,
-			DescriptorOverhead: clock.FromNanoseconds(co.DMA.DescriptorOverheadNs),
-			StartLatency:       clock.FromNanoseconds(co.DMA.StartLatencyNs),
-			CompletionLatency:  clock.FromNanoseconds(co.DMA.CompletionLatencyNs),
-			HWDGEBlocks:        co.DMA.HardwareDGEBlocks,
-			HWDGETime:          clock.FromNanoseconds(co.DMA.HardwareDGENs),
-			TransposeEffHBM:    co.DMA.TransposeEfficiencyHBM,
-			TransposeEffSBUF:   co.DMA.TransposeEfficiencySBUF,
-			AgentBase:          base + int(isa.NumEngines),
-			Agents:             agents,
-		}
-		if co.DMA.Arbitration == "qos" {
-			dcfg.QoSClasses = co.DMA.QoSClasses
-		}
-		simState := s.sim
-		d := dma.New(dcfg, dma.Env{
-			Engine: simState.Engine,
-			Post: func(sem isa.SemRef, at clock.Time, add int64, vc memory.VClock) error {
-				b := simState.Boards(sem.Chip, sem.Core)
-				if b == nil {
-					return fmt.Errorf("semaphore s%d@%d.%d does not exist", sem.ID, sem.Chip, sem.Core)
-				}
-				b.Post(sem.ID, at, add, vc, simState.Now)
-				return nil
-			},
-			Now:      func() clock.Time { return simState.Now },
-			Failed:   func() bool { return simState.Err != nil },
-			Fail:     simState.Fail,
-			Event:    func(at clock.Time) { simState.Events++; simState.Now = at },
-			HBM:      s.hbm[k.chip],
-			Race:     race,
-			Clocks:   s.sim.Clocks,
-			Tracer:   dmaTracers,
-			Describe: simState.Describe,
-		})
-		ccfg := engines.CoreConfig{
-			Chip: k.chip, Core: k.core,
-			Generation:               h.Generation,
-			Clocks:                   clocks,
-			Cost:                     cfg.Cost,
-			Limits:                   limits,
-			VectorGpSimdShareSBUF:    co.Ports.VectorGpSimdShareSBUF,
-			VectorScalarSharePSUM:    co.Ports.VectorScalarSharePSUM,
-			SamePSUMBankExclusive:    co.Ports.SamePSUMBankExclusive,
-			BackgroundLoadStationary: co.Tensor.BackgroundLoadStationary,
-			Power:                    power,
-			SoftwareDGECycles:        co.DMA.SoftwareDGECyclesPerDescriptor,
-			AgentBase:                base,
-			Agents:                   agents,
-		}
-		core := engines.NewCore(s.sim, ccfg, board, d, hooks, *streams[k])
-		s.cores = append(s.cores, &coreParts{key: k, core: core, dma: d})
+	s, err := MakeSystemBuilder(cfg).WithOptions(opts).Build(prog)
+	if err != nil {
+		return nil, err
 	}
 	for _, cp := range s.cores {
 		cp.core.Start()
@@ -318,13 +154,13 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 		return nil, err
 	}
 	res := s.collect()
-	res.DMAComputeOverlapPct = act.overlapPct()
+	res.DMAComputeOverlapPct = s.act.overlapPct()
 	for _, cp := range s.cores {
 		for _, seq := range cp.core.Seqs {
-			perOp.AddEngine(cp.key.chip, cp.key.core, seq.Engine(), &seq.Stats)
+			s.perOp.AddEngine(cp.key.chip, cp.key.core, seq.Engine(), &seq.Stats)
 		}
 	}
-	res.Ops = perOp.Ops(res.SimTime)
+	res.Ops = s.perOp.Ops(res.SimTime)
 	res.HostTime = time.Since(hostStart)
 	return res, nil
 }

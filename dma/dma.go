@@ -30,11 +30,19 @@ import (
 	"github.com/trnsim/trnsim/internal/eventpool"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/memory"
+	"github.com/trnsim/trnsim/noc"
 )
 
 // Config describes one core's DMA engines.
 type Config struct {
-	Chip, Core         int32
+	Chip, Core int32
+	// CoresPerChip numbers engines system-wide for the HBM stacks and links
+	// they share.
+	CoresPerChip int
+	// LocalStack is the HBM stack next to this core (-1: every stack is as
+	// near, as with interleaving); reaching another stack crosses the
+	// on-chip fabric.
+	LocalStack         int
 	Engines            int
 	Queues             int
 	QueueDepth         int
@@ -74,7 +82,12 @@ type Env struct {
 	// Event is called with the time of every DMA event handled.
 	Event func(at clock.Time)
 	HBM   *memory.HBM
-	Race  *memory.RaceDetector
+	// HBMOf returns another chip's HBM (nil: single-chip system).
+	HBMOf func(chip int32) *memory.HBM
+	// Fabric carries transfers between chips and their semaphore updates
+	// between cores (nil: no latency, no links).
+	Fabric *noc.Fabric
+	Race   *memory.RaceDetector
 	// Clocks is the simulation's (see memory.Clocks); nil joins whole
 	// clocks.
 	Clocks   *memory.Clocks
@@ -180,6 +193,11 @@ type transfer struct {
 	// share has finished and its updates are posted (free marks it).
 	shares []share
 	free   bool
+	// latency is what the data adds crossing the fabric (links between
+	// chips, the on-chip fabric to a far HBM stack); dstChip is the chip
+	// the data lands on, where its semaphore updates start from.
+	latency clock.Time
+	dstChip int32
 	// deferred counts semaphore updates of finished shares held back
 	// until every earlier transfer of the queue has completed (at
 	// deferredAt at the earliest); retired is set once the transfer has
@@ -208,6 +226,16 @@ type share struct {
 	hbmAddr  int64
 	hbmBytes int64
 	hbmWrite bool
+	hbmMem   *memory.HBM
+	// The second HBM side of an HBM-to-HBM transfer (the write), and the
+	// read-modify-write of an accumulating one.
+	hbm2Addr, hbm2Bytes int64
+	hbm2Mem             *memory.HBM
+	hbmRMW              bool
+	stack2              int
+	// route is the links from the source chip to the destination chip
+	// (nil: one chip).
+	route *noc.Route
 	// Once active: when it started, the engine time it still needs at the
 	// full rate, and the HBM stack it holds (-1: none).
 	start     clock.Time
@@ -218,8 +246,10 @@ type share struct {
 	mult int
 }
 
-// engineID numbers an engine uniquely on its chip.
-func (d *Subsystem) engineID(e int) int { return int(d.cfg.Core)*d.cfg.Engines + e }
+// engineID numbers an engine uniquely in the system.
+func (d *Subsystem) engineID(e int) int {
+	return (int(d.cfg.Chip)*max(d.cfg.CoresPerChip, 1)+int(d.cfg.Core))*d.cfg.Engines + e
+}
 
 // QueueFull reports whether queue q holds QueueDepth outstanding transfers.
 func (d *Subsystem) QueueFull(q int16) bool { return d.outstanding[q] >= d.cfg.QueueDepth }
@@ -234,6 +264,10 @@ type plan struct {
 	onChip   *isa.AccessPattern // the side whose partitions pick the engines (nil: HBM to HBM)
 	hbm      *isa.AccessPattern // the HBM side, if any
 	hbmWrite bool
+	// hbm2 is the written side of an HBM-to-HBM transfer.
+	hbm2 *isa.AccessPattern
+	// srcChip and dstChip are where the data comes from and goes to.
+	srcChip, dstChip int32
 	rows     int64 // rows (partitions) in the transfer
 	rowBytes int64 // bytes moved per row (the larger side, for casts)
 	// hbmRowBytes is what a row reads or writes in HBM: the HBM side's
@@ -260,8 +294,18 @@ func (d *Subsystem) plan(in *isa.Instruction) plan {
 	}
 	if src.Mem == isa.MemHBM {
 		p.hbm = src
+		if dst.Mem == isa.MemHBM {
+			p.hbm2 = dst
+		}
 	} else if dst.Mem == isa.MemHBM {
 		p.hbm, p.hbmWrite = dst, true
+	}
+	p.srcChip, p.dstChip = d.cfg.Chip, d.cfg.Chip
+	if src.Mem == isa.MemHBM {
+		p.srcChip = src.Chip
+	}
+	if dst.Mem == isa.MemHBM {
+		p.dstChip = dst.Chip
 	}
 	rowSide := dst
 	if p.onChip != nil {
@@ -340,6 +384,44 @@ func (d *Subsystem) rowsOfEngine(p *plan, e int) (int64, int64) {
 	return lo, hi
 }
 
+// hbmOf returns a chip's HBM.
+func (d *Subsystem) hbmOf(chip int32) *memory.HBM {
+	if chip == d.cfg.Chip || d.env.HBMOf == nil {
+		return d.env.HBM
+	}
+	return d.env.HBMOf(chip)
+}
+
+// fabricOf sets the transfer's fabric latency and destination chip and
+// returns the links its data crosses.
+func (d *Subsystem) fabricOf(p *plan, t *transfer) (*noc.Route, error) {
+	t.latency, t.dstChip = 0, p.dstChip
+	f := d.env.Fabric
+	if f == nil {
+		return nil, nil
+	}
+	var route *noc.Route
+	if p.srcChip != p.dstChip {
+		r, err := f.Route(int(p.srcChip), int(p.dstChip))
+		if err != nil {
+			return nil, err
+		}
+		route = r
+		t.latency = r.Latency
+	}
+	// An HBM side on this chip in a stack that is not the core's own is
+	// reached over the on-chip fabric.
+	if d.cfg.LocalStack >= 0 && d.env.HBM != nil {
+		for _, ap := range []*isa.AccessPattern{p.hbm, p.hbm2} {
+			if ap != nil && ap.Chip == d.cfg.Chip && d.env.HBM.StackOf(ap.Offset) != d.cfg.LocalStack {
+				t.latency += f.NoCLatency()
+				break
+			}
+		}
+	}
+	return route, nil
+}
+
 // Submit queues a transfer triggered at time trigger by an agent whose
 // clock is vc.
 func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VClock) error {
@@ -380,6 +462,15 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 	t.in, t.queue, t.ready, t.sharesLeft = in, q, ready, d.cfg.Engines
 	t.unposted, t.unpostedAt = 0, 0
 	t.deferred, t.deferredAt, t.retired = 0, 0, false
+	route, err := d.fabricOf(&p, t)
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.env.Describe(in), err)
+	}
+	hbm1, hbm2 := d.hbmOf(p.srcChip), d.hbmOf(p.dstChip)
+	if p.hbm != nil && p.hbmWrite {
+		hbm1 = hbm2
+	}
+	rmw := in.Op == isa.OpDMACopy && in.Attrs.Accumulate != isa.ALUNone
 	d.order[q].push(t)
 	if d.env.Race != nil {
 		copy(t.vc, qvc)
@@ -396,10 +487,19 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 			rows := hi - lo
 			sh.bytes = rows * p.rowBytes
 			sh.descs = rows * p.descsRow
+			sh.route = route
 			if p.hbm != nil {
 				sh.hbmBytes = rows * p.hbmRowBytes
 				sh.hbmWrite = p.hbmWrite
 				sh.hbmAddr = p.hbm.Offset + lo*p.hbm.PartStride*int64(p.hbm.DType.Bytes())
+				sh.hbmMem = hbm1
+				sh.hbmRMW = rmw && p.hbmWrite
+			}
+			if p.hbm2 != nil {
+				sh.hbm2Bytes = rows * ((p.hbm2.Bytes() + p.rows - 1) / p.rows)
+				sh.hbm2Addr = p.hbm2.Offset + lo*p.hbm2.PartStride*int64(p.hbm2.DType.Bytes())
+				sh.hbm2Mem = hbm2
+				sh.hbmRMW = rmw
 			}
 		}
 	}
@@ -508,7 +608,7 @@ func (d *Subsystem) FinalStats() Stats {
 // transfer k has completed on every engine.
 func (d *Subsystem) finish(sh *share, end clock.Time) {
 	t := sh.t
-	at := end + d.cfg.CompletionLatency
+	at := end + d.cfg.CompletionLatency + t.latency
 	if d.order[t.queue].front() != t {
 		t.deferred += int64(sh.mult)
 		t.deferredAt = clock.Max(t.deferredAt, at)
@@ -619,7 +719,22 @@ func (d *Subsystem) post(t *transfer) {
 		if d.env.Race != nil {
 			vc = t.vc
 		}
-		if err := d.env.Post(sg.Sem, t.unpostedAt, sg.Add*t.unposted, vc); err != nil {
+		at := t.unpostedAt
+		if f := d.env.Fabric; f != nil && (sg.Sem.Chip != t.dstChip || sg.Sem.Core != d.cfg.Core) {
+			// The update follows the data: from the chip it landed on to
+			// the semaphore's core.
+			from := d.cfg.Core
+			if t.dstChip != d.cfg.Chip {
+				from = -1
+			}
+			lat, err := f.PostLatency(t.dstChip, from, sg.Sem.Chip, sg.Sem.Core)
+			if err != nil {
+				d.env.Fail(fmt.Errorf("%s: signal s%d@%d.%d: %w", d.env.Describe(t.in), sg.Sem.ID, sg.Sem.Chip, sg.Sem.Core, err))
+				break
+			}
+			at += lat
+		}
+		if err := d.env.Post(sg.Sem, at, sg.Add*t.unposted, vc); err != nil {
 			d.env.Fail(err)
 			break
 		}
@@ -865,12 +980,33 @@ func bits2q(b uint64) int { return bits.TrailingZeros64(b) }
 func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	d := e.sub
 	work := float64(sh.descs)*float64(d.cfg.DescriptorOverhead) + float64(sh.bytes)*d.fsPerByte/sh.eff
-	sh.stack = -1
-	if sh.hbmBytes > 0 && d.env.HBM != nil {
+	sh.stack, sh.stack2 = -1, -1
+	slow, latency := 1.0, clock.Time(0)
+	id := d.engineID(e.index)
+	if sh.hbmBytes > 0 && sh.hbmMem != nil {
 		// A share cannot outrun its part of the HBM stack.
-		var slow float64
-		sh.stack, slow = d.env.HBM.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, d.engineID(e.index), sh.mult, d.cfg.EngineGBps)
-		work = work*slow + float64(d.env.HBM.Latency())
+		var s float64
+		sh.stack, s = sh.hbmMem.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, id, sh.mult, d.cfg.EngineGBps)
+		slow, latency = max(slow, s), sh.hbmMem.Latency()
+		if sh.hbmRMW && sh.hbmWrite {
+			// The read of a read-modify-write.
+			sh.hbmMem.ReadBytes += sh.hbmBytes * int64(sh.mult)
+		}
+	}
+	if sh.hbm2Bytes > 0 && sh.hbm2Mem != nil {
+		var s float64
+		sh.stack2, s = sh.hbm2Mem.BeginEngines(sh.hbm2Addr, sh.hbm2Bytes, true, id, sh.mult, d.cfg.EngineGBps)
+		slow, latency = max(slow, s), max(latency, sh.hbm2Mem.Latency())
+		if sh.hbmRMW {
+			sh.hbm2Mem.ReadBytes += sh.hbm2Bytes * int64(sh.mult)
+		}
+	}
+	if sh.route != nil {
+		// Nor its share of the busiest link on its way.
+		slow = max(slow, d.env.Fabric.Begin(sh.route, id, sh.mult, sh.bytes, d.cfg.EngineGBps))
+	}
+	if slow != 1 || latency != 0 {
+		work = work*slow + float64(latency)
 	}
 	sh.start = now
 	sh.remaining = math.Round(work)
@@ -902,8 +1038,15 @@ func (d *Subsystem) statsOf(e *Engine, sh *share) []*EngineStats {
 // retire records a finished share and signals its transfer.
 func (e *Engine) retire(sh *share, now clock.Time) {
 	d := e.sub
+	id := d.engineID(e.index)
 	if sh.stack >= 0 {
-		d.env.HBM.EndEngines(sh.stack, d.engineID(e.index), sh.mult)
+		sh.hbmMem.EndEngines(sh.stack, id, sh.mult)
+	}
+	if sh.stack2 >= 0 {
+		sh.hbm2Mem.EndEngines(sh.stack2, id, sh.mult)
+	}
+	if sh.route != nil {
+		d.env.Fabric.End(sh.route, id, sh.mult)
 	}
 	for _, st := range d.statsOf(e, sh) {
 		if now > st.LastByte {

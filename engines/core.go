@@ -15,6 +15,7 @@ import (
 	"github.com/trnsim/trnsim/clock"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/memory"
+	"github.com/trnsim/trnsim/noc"
 )
 
 // StallCause is one of the fixed reasons an engine waits.
@@ -78,6 +79,9 @@ type Sim struct {
 	Now clock.Time
 	// Clocks is shared by the vector clocks of the race detector.
 	Clocks *memory.Clocks
+	// Fabric delays semaphore updates that cross cores or chips (nil:
+	// none do).
+	Fabric *noc.Fabric
 }
 
 // Fail records the first fatal error; later events are ignored.
@@ -157,6 +161,21 @@ func (c *Core) board(r isa.SemRef) *SemBoard {
 		return c.Board
 	}
 	return c.Sim.Boards(r.Chip, r.Core)
+}
+
+// postLatency is what an update of r from this core takes to arrive; ok
+// is false (and the simulation failed) when r's chip cannot be reached.
+func (c *Core) postLatency(in *isa.Instruction, r isa.SemRef) (clock.Time, bool) {
+	f := c.Sim.Fabric
+	if f == nil || (r.Chip == c.Cfg.Chip && r.Core == c.Cfg.Core) {
+		return 0, true
+	}
+	lat, err := f.PostLatency(c.Cfg.Chip, c.Cfg.Core, r.Chip, r.Core)
+	if err != nil {
+		c.Sim.Fail(fmt.Errorf("%s: semaphore s%d@%d.%d: %w", c.Sim.Describe(in), r.ID, r.Chip, r.Core, err))
+		return 0, false
+	}
+	return lat, true
 }
 
 // agentName names an agent of this core for race reports.

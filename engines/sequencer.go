@@ -231,7 +231,11 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 				c.Sim.Fail(fmt.Errorf("%s: barrier names chip %d core %d, which is not simulated", c.Sim.Describe(in), r.Chip, r.Core))
 				return 0, false
 			}
-			b.Post(r.ID, t, 1, s.vc, now)
+			lat, ok := c.postLatency(in, r)
+			if !ok {
+				return 0, false
+			}
+			b.Post(r.ID, t+lat, 1, s.vc, now)
 		}
 		s.barrierPosted = true
 	}
@@ -372,7 +376,11 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 		s.lastSignal = postAt
 		for i := range in.Signal {
 			sg := &in.Signal[i]
-			c.board(sg.Sem).Post(sg.Sem.ID, postAt, sg.Add, s.vc, now)
+			lat, ok := c.postLatency(in, sg.Sem)
+			if !ok {
+				return 0, false
+			}
+			c.board(sg.Sem).Post(sg.Sem.ID, postAt+lat, sg.Add, s.vc, now)
 		}
 	}
 	if isDMA {

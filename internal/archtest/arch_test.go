@@ -31,14 +31,16 @@ var onlyRules = []struct {
 	// and the hardware side.
 	{[]string{"clock", "isa"}, nil},
 	{[]string{"isa/asm"}, []string{"isa"}},
-	{[]string{"internal/hostcpu", "internal/archtest", "noc", "plots"}, nil},
+	{[]string{"internal/hostcpu", "internal/archtest", "plots"}, nil},
+	// The fabric between cores and chips: routes, links, latencies.
+	{[]string{"noc"}, []string{"clock"}},
 	{[]string{"internal/eventpool"}, []string{"clock"}},
 	// The hardware models take typed configs from chip: no YAML, no
 	// workloads, no assembly text; engines and dma do not know each other.
 	{[]string{"memory"}, []string{"clock", "isa"}},
-	{[]string{"engines", "dma"}, []string{"clock", "isa", "memory", "internal/eventpool"}},
+	{[]string{"engines", "dma"}, []string{"clock", "isa", "memory", "noc", "internal/eventpool"}},
 	// Statistics per workload op watch the engines; they simulate nothing.
-	{[]string{"opstats"}, []string{"clock", "isa", "memory", "engines", "internal/eventpool"}},
+	{[]string{"opstats"}, []string{"clock", "isa", "memory", "noc", "engines", "internal/eventpool"}},
 	// The config layer knows the hardware only through isa's types.
 	{[]string{"configs"}, []string{"isa"}},
 	// The software side: the tile IR, the scheduler and the kernels never
@@ -55,14 +57,14 @@ var onlyRules = []struct {
 	{[]string{"workloads/lowergraph"}, []string{"isa", "isa/asm", "workloads/tile", "workloads/sched", "workloads/kernels", "workloads/graph"}},
 	{[]string{"workloads"}, []string{"isa", "isa/asm", "configs", "workloads/..."}},
 	// The simulated system knows no workload and no report.
-	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/..."}},
+	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "noc", "engines", "dma", "opstats", "internal/..."}},
 	// The GPU baseline reads the op graph, never the Trainium program.
 	{[]string{"gpu"}, []string{"isa", "workloads/graph"}},
 	{[]string{"cost"}, nil},
 	// Above the simulation.
-	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots"}},
-	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots", "report"}},
-	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots", "report", "runner"}},
+	{[]string{"report"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "noc", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots"}},
+	{[]string{"runner"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "noc", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots", "report"}},
+	{[]string{"sweep"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "noc", "engines", "dma", "opstats", "internal/...", "chip", "workloads/...", "gpu", "cost", "plots", "report", "runner"}},
 	{[]string{"validate", "cmd/trnsim"}, []string{"..."}},
 }
 

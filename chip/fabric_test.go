@@ -1,0 +1,118 @@
+package chip
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/clock"
+)
+
+// A barrier between cores of two chips costs the link's latency: the
+// updates travel the same path as data would.
+func TestBarrierAcrossChipsCostsTime(t *testing.T) {
+	const src = `.version 1
+.core 0 0
+sync barrier sem=s4 cores=[0.0, 1.0] target=2
+.core 1 0
+sync barrier sem=s4 cores=[0.0, 1.0] target=2
+`
+	times := map[float64]clock.Time{}
+	for _, hopNs := range []float64{300, 3000} {
+		res, err := runAsm(t, "trn2", src, "hardware.chips=2", fmt.Sprintf("hardware.chip.links.latency_ns=%g", hopNs))
+		require.NoError(t, err)
+		times[hopNs] = res.SimTime
+		// One hop, then the far chip's fabric to its core.
+		assert.GreaterOrEqual(t, res.SimTime, clock.FromNanoseconds(hopNs+200), "hop %g ns", hopNs)
+	}
+	assert.Equal(t, clock.FromNanoseconds(2700), times[3000]-times[300], "the barrier moves with the hop latency, one for one")
+
+	// Between two cores of one chip it costs the on-chip fabric's latency.
+	one := `.version 1
+.core 0 0
+sync barrier sem=s4 cores=[0.0, 0.1] target=2
+.core 0 1
+sync barrier sem=s4 cores=[0.0, 0.1] target=2
+`
+	res, err := runAsm(t, "trn2", one)
+	require.NoError(t, err)
+	slow, err := runAsm(t, "trn2", one, "hardware.chip.noc.latency_ns=1200")
+	require.NoError(t, err)
+	assert.Equal(t, clock.FromNanoseconds(1000), slow.SimTime-res.SimTime)
+}
+
+// A transfer to another chip's HBM runs at the slowest link on its route
+// and adds each hop's latency; two engines' worth of traffic on one link
+// share it.
+func TestRemoteTransferUsesTheLinks(t *testing.T) {
+	const bytes = 128 * 32768 * 2 // 8 MiB
+	xfer := func(dstChip int) string {
+		return fmt.Sprintf(`.version 1
+.buffer X hbm bf16 [128, 32768] chip=0
+.buffer Y hbm bf16 [128, 32768] chip=%d
+.core 0 0
+sync dma_copy Y, X queue=0
+`, dstChip)
+	}
+	run := func(src string, sets ...string) *Result {
+		res, err := runAsm(t, "trn2", src, append([]string{"hardware.chips=4", "hardware.topology.kind=ring"}, sets...)...)
+		require.NoError(t, err)
+		return res
+	}
+	local := run(xfer(0))
+	oneHop := run(xfer(1), "hardware.chip.links.link_bandwidth_gbps=50")
+	twoHops := run(xfer(2), "hardware.chip.links.link_bandwidth_gbps=50")
+	wide := run(xfer(1), "hardware.chip.links.link_bandwidth_gbps=5000")
+
+	// Locally the 16 engines (368 GB/s) bind; over a 50 GB/s link the link does.
+	linkTime := clock.FromNanoseconds(bytes / 50.0)
+	assert.InEpsilon(t, float64(linkTime), float64(oneHop.SimTime), 0.05, "one hop at the link's rate: %v", oneHop.SimTime)
+	assert.Less(t, local.SimTime, oneHop.SimTime/5)
+	// A second hop adds its latency, not its bandwidth.
+	assert.InDelta(t, float64(clock.FromNanoseconds(300)), float64(twoHops.SimTime-oneHop.SimTime), float64(clock.FromNanoseconds(20)))
+	// A link wider than the engines leaves the engines' rate and the hop.
+	assert.InDelta(t, float64(local.SimTime+clock.FromNanoseconds(300)), float64(wide.SimTime), float64(clock.FromNanoseconds(20)))
+	// The bytes land on the far chip's HBM; the near one only reads.
+	assert.Equal(t, int64(bytes), oneHop.Chips[0].HBMReadBytes)
+	assert.Equal(t, int64(0), oneHop.Chips[0].HBMWriteBytes)
+
+	// Two cores sending over the same link share it.
+	both := `.version 1
+.buffer X hbm bf16 [128, 32768] chip=0
+.buffer Y hbm bf16 [128, 32768] chip=1
+.buffer Z hbm bf16 [128, 32768] chip=1
+.core 0 0
+sync dma_copy Y, X queue=0
+.core 0 1
+sync dma_copy Z, X queue=0
+`
+	shared := run(both, "hardware.chip.links.link_bandwidth_gbps=50")
+	assert.InEpsilon(t, float64(2*linkTime), float64(shared.SimTime), 0.05, "two transfers over one link: %v", shared.SimTime)
+}
+
+func TestTransferBetweenUnlinkedChipsFails(t *testing.T) {
+	_, err := runAsm(t, "trn2", `.version 1
+.buffer X hbm bf16 [128, 512] chip=0
+.buffer Y hbm bf16 [128, 512] chip=1
+.core 0 0
+sync dma_copy Y, X queue=0
+`, "hardware.chips=2", "hardware.topology.kind=none")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "chips 0 and 1 are not linked (hardware.topology.kind is none)")
+}
+
+// A DMA read-modify-write (acc=add) reads its HBM destination too.
+func TestAccumulatingTransferReadsItsDestination(t *testing.T) {
+	res, err := runAsm(t, "trn2", `.version 1
+.buffer X hbm fp32 [128, 512]
+.buffer Y hbm fp32 [128, 512]
+.core 0 0
+sync dma_copy Y, X queue=0 acc=add
+`)
+	require.NoError(t, err)
+	const b = 128 * 512 * 4
+	assert.Equal(t, int64(2*b), res.Chips[0].HBMReadBytes)
+	assert.Equal(t, int64(b), res.Chips[0].HBMWriteBytes)
+}

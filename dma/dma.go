@@ -268,8 +268,8 @@ type plan struct {
 	hbm2 *isa.AccessPattern
 	// srcChip and dstChip are where the data comes from and goes to.
 	srcChip, dstChip int32
-	rows     int64 // rows (partitions) in the transfer
-	rowBytes int64 // bytes moved per row (the larger side, for casts)
+	rows             int64 // rows (partitions) in the transfer
+	rowBytes         int64 // bytes moved per row (the larger side, for casts)
 	// hbmRowBytes is what a row reads or writes in HBM: the HBM side's
 	// own bytes (a casting transfer works in the wider dtype on the
 	// engines, but HBM holds the narrower one).

@@ -86,6 +86,8 @@ type Result struct {
 	// Ops are the figures per workload op (instruction op ids; 0 for
 	// instructions without one), in order of id.
 	Ops []opstats.Op
+	// Links are the links between chips that carried data, in link order.
+	Links []noc.LinkStats
 }
 
 // DeadlockError reports a program that cannot finish.
@@ -161,6 +163,11 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 		}
 	}
 	res.Ops = s.perOp.Ops(res.SimTime)
+	for _, l := range s.fabric.Stats() {
+		if l.Bytes > 0 {
+			res.Links = append(res.Links, l)
+		}
+	}
 	res.HostTime = time.Since(hostStart)
 	return res, nil
 }

@@ -76,6 +76,20 @@ type Report struct {
 	Choices []ChoiceReport `json:"lowering"`
 	Notes   []string       `json:"lowering_notes"`
 	Chips   []ChipReport   `json:"chips"`
+	// Links are the links between chips that carried data (direction by
+	// direction), busiest first.
+	Links []LinkReport `json:"links,omitempty"`
+}
+
+// LinkReport is one direction of a link between chips (or between a chip
+// and a switch or the network).
+type LinkReport struct {
+	Name  string  `json:"name"`
+	GBps  float64 `json:"gbps"`
+	Bytes int64   `json:"bytes"`
+	// UtilPct is the bytes over what the link could carry in the
+	// simulated time.
+	UtilPct float64 `json:"util_pct"`
 }
 
 // EngineReport are one engine's figures (averaged over cores at the top
@@ -442,6 +456,17 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	if r.SBUF.CapacityBytes == 0 {
 		r.SBUF.CapacityBytes, r.PSUM.CapacityBytes = sbufCap, psumCap
 	}
+	for _, l := range res.Links {
+		lr := LinkReport{Name: l.Name, GBps: l.GBps, Bytes: l.Bytes}
+		if sim > 0 {
+			lr.UtilPct = 100 * float64(l.Bytes) / (l.GBps * 1e9 * sim)
+		}
+		if lr.UtilPct > 100+1e-6 {
+			return nil, fmt.Errorf("internal error: link %s carried %d bytes in %.3g s, %.1f%% of its %.0f GB/s", l.Name, l.Bytes, sim, lr.UtilPct, l.GBps)
+		}
+		r.Links = append(r.Links, lr)
+	}
+	sort.SliceStable(r.Links, func(i, j int) bool { return r.Links[i].Bytes > r.Links[j].Bytes })
 	r.CoresUsed = max(cores, 1)
 	n := float64(r.CoresUsed)
 	for _, e := range isa.AllEngines() {
@@ -671,6 +696,14 @@ func (r *Report) WriteSummary(w io.Writer) {
 	line("DMA", "%s in %d transfers, %.1f GB/s; engines active %.1f%%; DMA-compute overlap %.1f%%",
 		HumanBytes(r.DMA.Bytes), r.DMA.Transfers, r.DMA.BandwidthGBps, r.DMA.ActivePct, r.DMAComputeOverlapPc)
 	line("HBM", "read %s, written %s", HumanBytes(r.HBM.ReadBytes), HumanBytes(r.HBM.WriteBytes))
+	if len(r.Links) > 0 {
+		var total int64
+		for _, l := range r.Links {
+			total += l.Bytes
+		}
+		b := r.Links[0]
+		line("links", "%s over %d link directions; busiest %s: %s, %.1f%% of %.0f GB/s", HumanBytes(total), len(r.Links), b.Name, HumanBytes(b.Bytes), b.UtilPct, b.GBps)
+	}
 	if len(r.Stalls) == 0 {
 		line("top stalls", "none")
 	}

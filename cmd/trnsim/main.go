@@ -332,7 +332,7 @@ func printResolved(w io.Writer, cfg *configs.RunConfig) {
 func newPresetsCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "presets",
-		Short: "List the hardware presets with their headline figures",
+		Short: "List the hardware presets and instances with their headline figures",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, err := configs.Presets()
@@ -351,6 +351,40 @@ func newPresetsCmd(stdout io.Writer) *cobra.Command {
 					fmt.Sprintf("%.0f GB/s", h.Chip.HBM.BandwidthGBps),
 					fmt.Sprintf("%.0f GB/s", float64(c.DMA.Engines)*c.DMA.EngineBandwidthGBps),
 					h.Description)
+			}
+			fmt.Fprintf(stdout, "\n%-17s %-6s %-6s %-14s %-10s %-12s %-9s %s\n", "instance", "chip", "chips", "cores", "topology", "link", "EFA/chip", "description")
+			for _, name := range configs.InstanceNames() {
+				h, _, base, err := configs.Instance(name)
+				if err != nil {
+					return err
+				}
+				topo := h.Topology.Kind
+				if len(h.Topology.Dims) > 0 {
+					var d []string
+					for _, x := range h.Topology.Dims {
+						d = append(d, fmt.Sprint(x))
+					}
+					topo = strings.Join(d, "x")
+				}
+				if h.Chips == 1 {
+					topo = "-"
+				}
+				cores := fmt.Sprintf("%d", h.Chips*h.Chip.Cores)
+				if h.Chip.LNC > 1 {
+					cores += fmt.Sprintf(" (%d LNC%d)", h.Chips*h.LogicalCoresPerChip(), h.Chip.LNC)
+				}
+				link := "-"
+				if h.Chips > 1 {
+					link = fmt.Sprintf("%.0f GB/s", h.Chip.Links.LinkBandwidthGBps)
+					if n := len(h.Topology.AxisBandwidthGBps); n > 0 {
+						link = fmt.Sprintf("%.0f-%.0f GB/s", h.Topology.AxisBandwidthGBps[n-1], h.Topology.AxisBandwidthGBps[0])
+					}
+				}
+				efa := "-"
+				if h.EFA.ChipBandwidthGBps > 0 {
+					efa = fmt.Sprintf("%g GB/s", h.EFA.ChipBandwidthGBps)
+				}
+				fmt.Fprintf(stdout, "%-17s %-6s %-6d %-14s %-10s %-12s %-9s %s\n", name, base, h.Chips, cores, topo, link, efa, h.Description)
 			}
 			return nil
 		},

@@ -113,6 +113,8 @@ type Attrs struct {
 	// Shape is Reshape's target; Perm is Permute's order of dims.
 	Shape []int64
 	Perm  []int
+	// Ranks is a collective's group size.
+	Ranks int64
 }
 
 // FLOPs is the op's floating-point work (a multiply-add is 2), by its

@@ -72,6 +72,13 @@ const (
 	// [t, k], gate [e, f, d], up [e, f, d], down [e, d, f] -> [t, d];
 	// Attrs.Experts, Attrs.TopK.
 	MoEExperts Kind = "moe_experts"
+	// AllReduce sums x over the Attrs.Ranks ranks of a tensor-parallel
+	// group: each rank's partial sum in, the total out (the same shape).
+	// Its work is communication, so it has no FLOPs.
+	AllReduce Kind = "all_reduce"
+	// AllGather concatenates x along Attrs.Axis over Attrs.Ranks ranks:
+	// [..., n, ...] -> [..., n x ranks, ...].
+	AllGather Kind = "all_gather"
 )
 
 // kindDef is an op kind's rules: its inputs, its shape inference, its
@@ -132,10 +139,36 @@ func init() {
 		Split:      {inputs: 1, outputs: -1, infer: inferSplit, flops: zero, bytes: zero},
 		TopK:       {inputs: 1, outputs: 2, infer: inferTopK, flops: flopsTopK},
 		MoEExperts: {inputs: 6, outputs: 1, infer: inferMoE, flops: flopsMoE, bytes: bytesMoE},
+		AllReduce:  {inputs: 1, outputs: 1, infer: inferAllReduce, flops: zero},
+		AllGather:  {inputs: 1, outputs: 1, infer: inferAllGather, flops: zero},
 	}
 }
 
 func zero(*Op) int64 { return 0 }
+
+func inferAllReduce(o *Op) ([]Spec, error) {
+	if o.Attrs.Ranks < 2 {
+		return nil, fmt.Errorf("a collective needs at least 2 ranks, got %d", o.Attrs.Ranks)
+	}
+	return same(o)
+}
+
+func inferAllGather(o *Op) ([]Spec, error) {
+	x := o.Inputs[0]
+	if o.Attrs.Ranks < 2 {
+		return nil, fmt.Errorf("a collective needs at least 2 ranks, got %d", o.Attrs.Ranks)
+	}
+	ax := o.Attrs.Axis
+	if ax < 0 {
+		ax += len(x.Shape)
+	}
+	if ax < 0 || ax >= len(x.Shape) {
+		return nil, fmt.Errorf("axis %d is outside %s", o.Attrs.Axis, ShapeString(x.Shape))
+	}
+	out := append([]int64(nil), x.Shape...)
+	out[ax] *= o.Attrs.Ranks
+	return []Spec{{Shape: out, DType: x.DType}}, nil
+}
 
 func perElement(n int64) func(o *Op) int64 {
 	return func(o *Op) int64 { return n * o.Outputs[0].Elements() }

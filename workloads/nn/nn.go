@@ -14,10 +14,19 @@ import (
 )
 
 // Linear is torch.nn.Linear: weight [out, in], optional bias [out].
+//
+// Under tensor parallelism (Megatron's splits) a Linear is one rank's
+// slice: a column-parallel one holds out/ranks outputs (GatherRanks > 1
+// gathers them back along the last dim), a row-parallel one holds in/ranks
+// inputs and sums the partial outputs over ReduceRanks ranks, adding the
+// bias once, after the sum.
 type Linear struct {
 	Name   string
 	Weight *graph.Tensor
 	Bias   *graph.Tensor
+	// ReduceRanks > 1 makes the Linear row-parallel; GatherRanks > 1
+	// gathers a column-parallel one's outputs.
+	ReduceRanks, GatherRanks int64
 }
 
 // NewLinear makes a Linear's parameters under the builder's scope; the
@@ -36,13 +45,29 @@ func NewLinear(b *graph.Builder, name string, in, out int64, bias bool, wdt, bdt
 
 // Forward is x @ weight.T + bias.
 func (l *Linear) Forward(b *graph.Builder, x *graph.Tensor) *graph.Tensor {
-	return b.Add(graph.Linear, l.Name, graph.Attrs{}, x, l.Weight, l.Bias)
+	if l.ReduceRanks > 1 {
+		y := b.Add(graph.Linear, l.Name, graph.Attrs{}, x, l.Weight, nil)
+		y = b.Add(graph.AllReduce, l.Name+".all_reduce", graph.Attrs{Ranks: l.ReduceRanks}, y)
+		if l.Bias != nil {
+			y = b.Add(graph.AddOp, l.Name+".bias", graph.Attrs{}, y, l.Bias)
+		}
+		return y
+	}
+	y := b.Add(graph.Linear, l.Name, graph.Attrs{}, x, l.Weight, l.Bias)
+	if l.GatherRanks > 1 {
+		y = b.Add(graph.AllGather, l.Name+".all_gather", graph.Attrs{Ranks: l.GatherRanks, Axis: -1}, y)
+	}
+	return y
 }
 
-// Embedding is torch.nn.Embedding.
+// Embedding is torch.nn.Embedding. Vocab-parallel (ReduceRanks > 1,
+// Megatron's VocabParallelEmbedding), a rank holds a slice of the rows,
+// gathers the ids it holds (zeros for the others) and the ranks' rows are
+// summed.
 type Embedding struct {
-	Name  string
-	Table *graph.Tensor
+	Name        string
+	Table       *graph.Tensor
+	ReduceRanks int64
 }
 
 // NewEmbedding makes a [num, dim] table.
@@ -54,7 +79,11 @@ func NewEmbedding(b *graph.Builder, name string, num, dim int64, dt isa.DType) *
 
 // Forward gathers the rows of ids.
 func (e *Embedding) Forward(b *graph.Builder, ids *graph.Tensor) *graph.Tensor {
-	return b.Add(graph.Embedding, e.Name, graph.Attrs{}, ids, e.Table)
+	y := b.Add(graph.Embedding, e.Name, graph.Attrs{}, ids, e.Table)
+	if e.ReduceRanks > 1 {
+		y = b.Add(graph.AllReduce, e.Name+".all_reduce", graph.Attrs{Ranks: e.ReduceRanks}, y)
+	}
+	return y
 }
 
 // Norm is torch.nn.LayerNorm (with a bias, or without) or RMSNorm.

@@ -19,6 +19,76 @@ type BuildOptions struct {
 	Pass        nn.Pass
 	Layers      int64
 	WeightDType isa.DType
+	// TP > 1 builds one rank of a tensor-parallel group of TP ranks
+	// (Megatron's splits, see Shard): the projections into heads and the
+	// MLP's first layer column-parallel, the output projections
+	// row-parallel with an all-reduce, the embedding vocab-parallel with
+	// an all-reduce, and the LM head column-parallel with an all-gather.
+	TP int64
+}
+
+// Shard returns one tensor-parallel rank's slice of the model: the
+// attention heads, the KV heads (each replicated on tp / kv ranks when
+// there are fewer than the ranks), the MLP's (and experts') intermediate
+// dim and the vocabulary (padded up to a multiple of the ranks, as
+// Megatron pads it) divided over tp ranks. What does not divide is an
+// error that says so.
+func (c *Config) Shard(tp int64) (*Config, error) {
+	if tp <= 1 {
+		return c, nil
+	}
+	if c.Heads%tp != 0 {
+		return nil, fmt.Errorf("%s: num_attention_heads %d does not divide by tp %d (attention heads are split across the ranks; %d heads per rank would need tp %d or %d)",
+			c.Name, c.Heads, tp, c.Heads/tp, divisorBelow(c.Heads, tp), divisorAbove(c.Heads, tp))
+	}
+	r := *c
+	r.Heads = c.Heads / tp
+	switch {
+	case c.KVHeads >= tp:
+		if c.KVHeads%tp != 0 {
+			return nil, fmt.Errorf("%s: num_key_value_heads %d does not divide by tp %d", c.Name, c.KVHeads, tp)
+		}
+		r.KVHeads = c.KVHeads / tp
+	default:
+		if tp%c.KVHeads != 0 {
+			return nil, fmt.Errorf("%s: tp %d is not a multiple of num_key_value_heads %d (with fewer KV heads than ranks, each KV head is replicated on tp / %d ranks)", c.Name, tp, c.KVHeads, c.KVHeads)
+		}
+		r.KVHeads = 1
+	}
+	if c.Intermediate%tp != 0 {
+		return nil, fmt.Errorf("%s: intermediate_size %d does not divide by tp %d (the MLP's columns are split across the ranks)", c.Name, c.Intermediate, tp)
+	}
+	r.Intermediate = c.Intermediate / tp
+	r.Vocab = (c.Vocab + tp - 1) / tp
+	return &r, nil
+}
+
+// divisorBelow and divisorAbove are the nearest divisors of n below and
+// above d (for messages).
+func divisorBelow(n, d int64) int64 {
+	for x := d - 1; x > 1; x-- {
+		if n%x == 0 {
+			return x
+		}
+	}
+	return 1
+}
+
+func divisorAbove(n, d int64) int64 {
+	for x := d + 1; x < n; x++ {
+		if n%x == 0 {
+			return x
+		}
+	}
+	return n
+}
+
+// ranksOf returns the collective group size of a build (0: none).
+func (o BuildOptions) ranksOf() int64 {
+	if o.TP > 1 {
+		return o.TP
+	}
+	return 0
 }
 
 // Build makes the model's graph for one forward pass: the embedding, the
@@ -37,14 +107,18 @@ func (c *Config) Build(o BuildOptions) (*graph.Graph, error) {
 	if c.MaxPositions > 0 && p.Past+p.Seq > c.MaxPositions {
 		return nil, fmt.Errorf("%s: %d positions (%d past + %d new) are more than max_position_embeddings %d", c.Name, p.Past+p.Seq, p.Past, p.Seq, c.MaxPositions)
 	}
+	r, err := c.Shard(o.TP)
+	if err != nil {
+		return nil, err
+	}
 	b := graph.NewBuilder()
 	switch c.Family {
 	case "gpt2":
-		c.buildGPT2(b, o)
+		r.buildGPT2(b, o)
 	case "bert":
-		c.buildBERT(b, o)
+		r.buildBERT(b, o)
 	default:
-		c.buildLlama(b, o)
+		r.buildLlama(b, o)
 	}
 	return b.Graph()
 }
@@ -56,6 +130,7 @@ func (c *Config) buildLlama(b *graph.Builder, o BuildOptions) {
 	var x *graph.Tensor
 	b.Scope("model", func() {
 		embed = nn.NewEmbedding(b, "embed_tokens", c.Vocab, c.Hidden, adt)
+		embed.ReduceRanks = o.ranksOf()
 		x = embed.Forward(b, ids)
 	})
 	rope := [2]*graph.Tensor{
@@ -69,7 +144,10 @@ func (c *Config) buildLlama(b *graph.Builder, o BuildOptions) {
 			acfg := nn.AttentionConfig{Hidden: c.Hidden, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
 				QKVBias: c.QKVBias, OutBias: c.OutBias, RoPE: &nn.RoPEConfig{Theta: c.RoPETheta}, Causal: true, Window: c.Windows[l],
 				QName: "q_proj", KName: "k_proj", VName: "v_proj", OName: "o_proj"}
-			b.Scope("self_attn", func() { attn = nn.NewAttention(b, acfg, wdt, adt) })
+			b.Scope("self_attn", func() {
+				attn = nn.NewAttention(b, acfg, wdt, adt)
+				attn.O.ReduceRanks = o.ranksOf()
+			})
 			postNorm := nn.NewRMSNorm(b, "post_attention_layernorm", c.Hidden, c.NormEps, adt)
 			h := inNorm.Forward(b, x)
 			b.Scope("self_attn", func() { h = attn.Forward(b, h, p, rope) })
@@ -77,13 +155,14 @@ func (c *Config) buildLlama(b *graph.Builder, o BuildOptions) {
 			h = postNorm.Forward(b, x)
 			if c.Experts > 0 {
 				b.Scope("block_sparse_moe", func() {
-					m := nn.NewMoE(b, nn.MoEConfig{Hidden: c.Hidden, Intermediate: c.Intermediate, Experts: c.Experts, TopK: c.TopK, Act: c.Act}, wdt, adt)
+					m := nn.NewMoE(b, nn.MoEConfig{Hidden: c.Hidden, Intermediate: c.Intermediate, Experts: c.Experts, TopK: c.TopK, Act: c.Act, ReduceRanks: o.ranksOf()}, wdt, adt)
 					h = m.Forward(b, h)
 				})
 			} else {
 				b.Scope("mlp", func() {
 					m := nn.NewMLP(b, nn.MLPConfig{Hidden: c.Hidden, Intermediate: c.Intermediate, Gated: true, Act: c.Act, Bias: c.MLPBias,
 						GateName: "gate_proj", UpName: "up_proj", DownName: "down_proj"}, wdt, adt)
+					m.Down.ReduceRanks = o.ranksOf()
 					h = m.Forward(b, h)
 				})
 			}
@@ -124,6 +203,7 @@ func (c *Config) lmHead(b *graph.Builder, o BuildOptions, x *graph.Tensor, embed
 	} else {
 		head = nn.NewLinear(b, name, c.Hidden, c.Vocab, false, o.WeightDType, p.ActDType)
 	}
+	head.GatherRanks = o.ranksOf()
 	b.Output(head.Forward(b, x))
 }
 
@@ -135,6 +215,7 @@ func (c *Config) buildGPT2(b *graph.Builder, o BuildOptions) {
 	var x *graph.Tensor
 	b.Scope("transformer", func() {
 		wte = nn.NewEmbedding(b, "wte", c.Vocab, c.Hidden, adt)
+		wte.ReduceRanks = o.ranksOf()
 		wpe := nn.NewEmbedding(b, "wpe", c.MaxPositions, c.Hidden, adt)
 		x = b.Add(graph.AddOp, "embed_sum", graph.Attrs{}, wte.Forward(b, ids), wpe.Forward(b, pos))
 		for l := int64(0); l < o.Layers; l++ {
@@ -143,7 +224,10 @@ func (c *Config) buildGPT2(b *graph.Builder, o BuildOptions) {
 				var attn *nn.Attention
 				acfg := nn.AttentionConfig{Hidden: c.Hidden, Heads: c.Heads, KVHeads: c.Heads, HeadDim: c.HeadDim,
 					QKVBias: true, OutBias: true, FusedQKV: true, Causal: true, QKVName: "c_attn", OName: "c_proj"}
-				b.Scope("attn", func() { attn = nn.NewAttention(b, acfg, wdt, adt) })
+				b.Scope("attn", func() {
+					attn = nn.NewAttention(b, acfg, wdt, adt)
+					attn.O.ReduceRanks = o.ranksOf()
+				})
 				ln2 := nn.NewLayerNorm(b, "ln_2", c.Hidden, true, c.NormEps, adt)
 				h := ln1.Forward(b, x)
 				b.Scope("attn", func() { h = attn.Forward(b, h, p, [2]*graph.Tensor{}) })
@@ -151,6 +235,7 @@ func (c *Config) buildGPT2(b *graph.Builder, o BuildOptions) {
 				h = ln2.Forward(b, x)
 				b.Scope("mlp", func() {
 					m := nn.NewMLP(b, nn.MLPConfig{Hidden: c.Hidden, Intermediate: c.Intermediate, Act: c.Act, Bias: true, UpName: "c_fc", DownName: "c_proj"}, wdt, adt)
+					m.Down.ReduceRanks = o.ranksOf()
 					h = m.Forward(b, h)
 				})
 				x = b.Add(graph.AddOp, "residual_mlp", graph.Attrs{}, x, h)
@@ -172,7 +257,9 @@ func (c *Config) buildBERT(b *graph.Builder, o BuildOptions) {
 	types := b.Input("token_type_ids", []int64{p.Batch, p.Seq}, isa.INT32)
 	var x *graph.Tensor
 	b.Scope("embeddings", func() {
-		word := nn.NewEmbedding(b, "word_embeddings", c.Vocab, c.Hidden, adt).Forward(b, ids)
+		wordE := nn.NewEmbedding(b, "word_embeddings", c.Vocab, c.Hidden, adt)
+		wordE.ReduceRanks = o.ranksOf()
+		word := wordE.Forward(b, ids)
 		posE := nn.NewEmbedding(b, "position_embeddings", c.MaxPositions, c.Hidden, adt).Forward(b, pos)
 		typeE := nn.NewEmbedding(b, "token_type_embeddings", c.TypeVocab, c.Hidden, adt).Forward(b, types)
 		x = b.Add(graph.AddOp, "sum_position", graph.Attrs{}, word, posE)
@@ -187,9 +274,11 @@ func (c *Config) buildBERT(b *graph.Builder, o BuildOptions) {
 				QName: "self.query", KName: "self.key", VName: "self.value", OName: "output.dense"}
 			b.Scope("attention", func() {
 				attn = nn.NewAttention(b, acfg, wdt, adt)
+				attn.O.ReduceRanks = o.ranksOf()
 				ln1 = nn.NewLayerNorm(b, "output.LayerNorm", c.Hidden, true, c.NormEps, adt)
 			})
 			m := nn.NewMLP(b, nn.MLPConfig{Hidden: c.Hidden, Intermediate: c.Intermediate, Act: c.Act, Bias: true, UpName: "intermediate.dense", DownName: "output.dense"}, wdt, adt)
+			m.Down.ReduceRanks = o.ranksOf()
 			ln2 := nn.NewLayerNorm(b, "output.LayerNorm", c.Hidden, true, c.NormEps, adt)
 			var h *graph.Tensor
 			b.Scope("attention", func() {

@@ -532,23 +532,34 @@ func TestLoadErrorsDuplicateKey(t *testing.T) {
 }
 
 func TestLoadErrorsParallel(t *testing.T) {
+	model := func(hw string, lines ...string) string {
+		return y(append([]string{hw, "workload: {kind: model, model: {name: llama-3-8b, mode: decode, context: 128, layers: 1}}"}, lines...)...)
+	}
 	runErrCases(t, []errCase{
-		{"mapping", withGEMM(
-			"hardware: {preset: trn2}",
+		{"unknown field", model("hardware: {preset: trn2}",
 			"parallel:",
 			"  data: 2",
-		), nil, "test.yaml:3:3: parallel: reserved for multi-chip runs and must be empty in this version"},
-		{"scalar", withGEMM(
-			"hardware: {preset: trn2}",
+		), nil, "test.yaml:4:3: parallel.data: unknown field (known fields of parallel: collective_algorithm, replicas, tp)"},
+		{"scalar", model("hardware: {preset: trn2}",
 			"parallel: data",
-		), nil, "test.yaml:2:11: parallel: reserved for multi-chip runs and must be empty in this version"},
-		{"list", withGEMM(
+		), nil, "test.yaml:3:11: parallel: expected a mapping, got \"data\""},
+		{"zero tp", model("hardware: {preset: trn2}",
+			"parallel: {tp: 0}",
+		), nil, "test.yaml:3:16: parallel.tp: must be greater than 0, got 0"},
+		{"more ranks than cores", model("hardware: {instance: trn1.32xlarge}",
+			"parallel: {tp: 32, replicas: 2}",
+		), nil, "test.yaml:3:30: parallel.replicas: tp 32 x replicas 2 = 64 logical cores, but the hardware has 32 (hardware.chips 16 x 2 cores / lnc 1): 32 short"},
+		{"logical cores at lnc 2", model("hardware: {preset: trn2}",
+			"parallel: {tp: 8}",
+		), nil, "test.yaml:3:16: parallel.tp: tp 8 x replicas 1 = 8 logical cores, but the hardware has 4 (hardware.chips 1 x 8 cores / lnc 2): 4 short"},
+		{"unknown algorithm", model("hardware: {preset: trn2}",
+			"parallel: {collective_algorithm: tree}",
+		), nil, "test.yaml:3:34: parallel.collective_algorithm: must be one of auto, ring, rdh, mesh, got \"tree\""},
+		{"a kernel workload", withGEMM(
 			"hardware: {preset: trn2}",
-			"parallel: [data]",
-		), nil, "test.yaml:2:11: parallel: reserved for multi-chip runs and must be empty in this version"},
-		{"by --set", withGEMM(
-			"hardware: {preset: trn2}",
-		), []string{"parallel.data=2"}, "--set parallel.data=2: parallel: reserved for multi-chip runs and must be empty in this version"},
+			"parallel: {tp: 2}",
+		), nil, "test.yaml:2:16: parallel.tp: tensor parallelism and replicas apply to model workloads; workload.kind is gemm (kernels name their cores themselves)"},
+		{"by --set", model("hardware: {preset: trn2}"), []string{"parallel.tp=16"}, "--set parallel.tp=16: tp 16 x replicas 1 = 16 logical cores, but the hardware has 4 (hardware.chips 1 x 8 cores / lnc 2): 12 short"},
 	})
 }
 

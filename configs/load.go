@@ -263,6 +263,9 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	if err := cfg.validateWorkload(sections["workload"], d); err != nil {
 		return nil, err
 	}
+	if err := cfg.validateParallel(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 

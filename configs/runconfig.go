@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 
-	"gopkg.in/yaml.v3"
 
 	"github.com/trnsim/trnsim/isa"
 )
@@ -207,21 +206,24 @@ type Outputs struct {
 	Asm   string `yaml:"asm"`
 }
 
-// Parallel is reserved for multi-chip runs: any content is rejected until
-// multi-chip work defines it.
+// Parallel is how a model's inference is spread over cores and chips.
 type Parallel struct {
-	set bool
+	// TP is how many ranks (logical cores, hardware.chip.lnc physical
+	// cores each) one copy of the model is split over, Megatron-style.
+	TP int `yaml:"tp" check:"pos"`
+	// Replicas is how many data-parallel copies of the model run side by
+	// side, each on its own TP ranks.
+	Replicas int `yaml:"replicas" check:"pos"`
+	// CollectiveAlgorithm is auto (by message size, as the Neuron runtime
+	// chooses: mesh, recursive halving/doubling, ring), ring, rdh or mesh.
+	CollectiveAlgorithm string `yaml:"collective_algorithm"`
 }
 
-func (p *Parallel) decodeNode(d *decoder, n *yaml.Node, path string) error {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return nil
-	}
-	if n.Kind == yaml.MappingNode && len(n.Content) == 0 {
-		return nil
-	}
-	return d.errAt(n, path, "reserved for multi-chip runs and must be empty in this version")
-}
+// CollectiveAlgorithms are the values parallel.collective_algorithm takes.
+var CollectiveAlgorithms = []string{"auto", "ring", "rdh", "mesh"}
+
+// Ranks returns the logical cores the plan uses: TP x Replicas.
+func (p *Parallel) Ranks() int { return max(p.TP, 1) * max(p.Replicas, 1) }
 
 func reflectValue(ptr any) reflect.Value { return reflect.ValueOf(ptr).Elem() }
 

@@ -132,6 +132,34 @@ func (c *RunConfig) validateTopology() error {
 	return nil
 }
 
+// validateParallel checks the parallel plan against the workload and the
+// hardware (what the model must divide is checked when it is built).
+func (c *RunConfig) validateParallel() error {
+	p := &c.Parallel
+	if p.TP == 0 {
+		p.TP = 1
+	}
+	if p.Replicas == 0 {
+		p.Replicas = 1
+	}
+	if p.CollectiveAlgorithm == "" {
+		p.CollectiveAlgorithm = "auto"
+	}
+	if !contains(CollectiveAlgorithms, p.CollectiveAlgorithm) {
+		return c.errAtPath("parallel.collective_algorithm", "must be one of %s, got %q", strings.Join(CollectiveAlgorithms, ", "), p.CollectiveAlgorithm)
+	}
+	if p.Ranks() > 1 && c.Workload.Kind != "model" {
+		return c.errAtPath(c.userSetOf("parallel.replicas", "parallel.tp"), "tensor parallelism and replicas apply to model workloads; workload.kind is %s (kernels name their cores themselves)", c.Workload.Kind)
+	}
+	h := &c.Hardware
+	logical := h.Chips * h.LogicalCoresPerChip()
+	if need := p.Ranks(); need > logical {
+		return c.errAtPath(c.userSetOf("parallel.replicas", "parallel.tp"), "tp %d x replicas %d = %d logical cores, but the hardware has %d (hardware.chips %d x %d cores / lnc %d): %d short",
+			p.TP, p.Replicas, need, logical, h.Chips, h.Chip.Cores, h.Chip.LNC, need-logical)
+	}
+	return nil
+}
+
 // fromPreset reports whether a value came from a chip or instance preset
 // rather than from the user.
 func (s Source) fromPreset() bool {

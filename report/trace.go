@@ -30,6 +30,11 @@ const (
 	DMAQueuesPerTID = 16
 
 	wideDMATIDBase = 1 << 20
+
+	// CollectiveTIDBase is the thread id of collective traffic on DMA
+	// engine 0, queue 0 (collectives have tracks of their own, after the
+	// DMA queues': CollectiveTIDBase + e*DMAQueuesPerTID + q).
+	CollectiveTIDBase = 1 << 19
 )
 
 // TracePID returns the trace process id of a core.
@@ -84,6 +89,23 @@ type TraceWriter struct {
 	opNames map[isa.Opcode][]byte
 	// notes are extra otherData entries, in the order Note added them.
 	notes [][2]string
+	// collectives names the op ids whose DMA traffic is a collective's
+	// (SetCollectives): it goes on collective tracks, named by the op.
+	collectives map[int32][]byte
+}
+
+// SetCollectives names the workload ops that are collectives (op id to
+// name): their DMA shares are drawn on tracks of their own ("collective
+// e0 q12", category "collective") with the op's name, so communication
+// stands apart from the compute traffic it overlaps.
+func (t *TraceWriter) SetCollectives(ops map[int32]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.collectives = map[int32][]byte{}
+	for id, name := range ops {
+		q, _ := json.Marshal(name)
+		t.collectives[id] = q
+	}
 }
 
 // NewTraceWriter starts a trace on w. prog, if not nil, is the program being
@@ -173,9 +195,16 @@ func (t *TraceWriter) dma(chip, core int32, engine int, queue int16, in *isa.Ins
 		return
 	}
 	pid, tid := TracePID(chip, core), DMATID(engine, queue)
+	cat, track := "dma", "dma e"
+	name, coll := t.collectives[in.OpID]
+	if coll && in.OpID != 0 && queue >= 0 && queue < DMAQueuesPerTID {
+		tid = CollectiveTIDBase + int64(engine)*DMAQueuesPerTID + int64(queue)
+		cat, track = "collective", "collective e"
+	}
 	if t.newTrack(chip, core, pid, tid) {
 		b := t.startM("thread_name", pid, tid)
-		b = append(b, `"name":"dma e`...)
+		b = append(b, `"name":"`...)
+		b = append(b, track...)
 		b = strconv.AppendInt(b, int64(engine), 10)
 		b = append(b, " q"...)
 		b = strconv.AppendInt(b, int64(queue), 10)
@@ -183,7 +212,12 @@ func (t *TraceWriter) dma(chip, core int32, engine int, queue int16, in *isa.Ins
 		t.event(b)
 		t.threadSort(pid, tid)
 	}
-	b := append(t.startX("dma", pid, tid, start, end), t.opName(in.Op)...)
+	b := t.startX(cat, pid, tid, start, end)
+	if cat == "collective" {
+		b = append(b, name...)
+	} else {
+		b = append(b, t.opName(in.Op)...)
+	}
 	b = append(b, `,"args":{"op":`...)
 	b = strconv.AppendInt(b, int64(in.OpID), 10)
 	b = append(b, `,"bytes":`...)

@@ -501,3 +501,26 @@ func TestTraceWriterDMASharesOfSeveralEngines(t *testing.T) {
 		assert.Equal(t, fmt.Sprint(DMATID(4+i, 2)), num(d["tid"]))
 	}
 }
+
+// A collective's DMA shares are drawn on collective tracks, named by the
+// op; other traffic keeps the DMA tracks.
+func TestTraceWriterCollectiveTracks(t *testing.T) {
+	coll := &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync, OpID: 7}}
+	plain := &isa.Instruction{Body: &isa.Body{Op: isa.OpDMACopy, Engine: isa.EngineSync, OpID: 3}}
+	var out bytes.Buffer
+	w := NewTraceWriter(&out, nil)
+	w.SetCollectives(map[int32]string{7: "layers.0.o_proj.all_reduce"})
+	w.DMA(0, 1, 0, 2, 12, coll, 512, 0, 100*clock.Nanosecond)
+	w.DMA(0, 1, 0, 1, 2, plain, 512, 0, 100*clock.Nanosecond)
+	require.NoError(t, w.Close())
+	doc := parseTrace(t, out.Bytes())
+	cs := doc.filter("X", "collective")
+	require.Len(t, cs, 2)
+	for i, c := range cs {
+		assert.Equal(t, "layers.0.o_proj.all_reduce", c["name"])
+		assert.Equal(t, fmt.Sprint(CollectiveTIDBase+int64(i)*DMAQueuesPerTID+12), num(c["tid"]))
+	}
+	ds := doc.filter("X", "dma")
+	require.Len(t, ds, 1)
+	assert.Equal(t, "dma_copy", ds[0]["name"])
+}

@@ -156,6 +156,9 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	trace := set.get(roleTrace)
 	if trace != nil {
 		tw = report.NewTraceWriter(trace.w, prog)
+		if colls := collectiveOps(info); len(colls) > 0 {
+			tw.SetCollectives(colls)
+		}
 		chipOpts.Tracer = tw
 		if windowed {
 			filter = &report.TraceFilter{Next: tw, Window: report.TraceWindow{To: clock.Never}, Limit: opts.TraceLimit}
@@ -545,3 +548,19 @@ func asmError(cfg *configs.RunConfig, line int, what string, err error) error {
 
 // Describe is chip.Describe, re-exported for the CLI.
 func Describe(prog *isa.Program, in *isa.Instruction) string { return chip.Describe(prog, in) }
+
+// collectiveOps names the workload's collective ops by op id, for the
+// trace's collective tracks.
+func collectiveOps(info *workloads.Info) map[int32]string {
+	out := map[int32]string{}
+	if info == nil {
+		return out
+	}
+	for _, o := range info.Ops {
+		switch o.Kind {
+		case "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send", "recv", "broadcast":
+			out[o.ID] = o.Name
+		}
+	}
+	return out
+}

@@ -42,7 +42,7 @@ func compile(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]
 	tg := Target(cfg)
 	// Core numbers are checked here, where the chip is known, so the
 	// error points at the kernel's text.
-	if err := k.CheckCores(tg.Limits.CoresPerChip); err != nil {
+	if err := k.CheckRanks(tg.Limits.Chips, tg.Limits.CoresPerChip); err != nil {
 		return nil, err
 	}
 	p, err := sched.Compile(k, tg, opts)
@@ -84,7 +84,10 @@ func fitError(cfg *configs.RunConfig, fe *sched.FitError, fields []string) error
 func fitMessage(fe *sched.FitError) string {
 	mem := strings.ToUpper(fe.Mem.String())
 	var msg string
-	if fe.Mem == isa.MemHBM {
+	if fe.Mem == isa.MemHBM && fe.PerRank {
+		msg = fmt.Sprintf("the %s kernel's tiles of rank %d do not fit its share of chip %d's HBM: they need %s, the share is %s (at tile %s)",
+			fe.Kernel, fe.Rank, fe.Chip, sizeGiB(fe.Needed), sizeGiB(fe.Available), fe.Tile)
+	} else if fe.Mem == isa.MemHBM {
 		msg = fmt.Sprintf("the %s kernel's tensors do not fit one chip's HBM: they need %s, the chip has %s (at tensor %s)",
 			fe.Kernel, sizeGiB(fe.Needed), sizeGiB(fe.Available), fe.Tile)
 	} else {
@@ -383,7 +386,8 @@ func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		if oerr != nil {
 			return nil, nil, oerr
 		}
-		if err := k.CheckCores(Target(cfg).Limits.CoresPerChip); err != nil {
+		lim := Target(cfg).Limits
+		if err := k.CheckRanks(lim.Chips, lim.CoresPerChip); err != nil {
 			return nil, nil, err
 		}
 		if p, err = sched.Compile(k, Target(cfg), opts); err != nil && !errors.As(err, &fe) {
@@ -413,10 +417,17 @@ func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		info.Name = k.Name
 	}
 	ids := map[int32]bool{}
+	opIDs := []int32{}
 	for _, op := range k.Ops {
-		if op.OpID != 0 && !ids[op.OpID] {
-			ids[op.OpID] = true
-			info.Ops = append(info.Ops, Op{ID: op.OpID, Name: fmt.Sprintf("op %d", op.OpID), Kind: "tile"})
+		opIDs = append(opIDs, op.OpID)
+	}
+	for _, c := range k.Collectives() {
+		opIDs = append(opIDs, c.OpID)
+	}
+	for _, id := range opIDs {
+		if id != 0 && !ids[id] {
+			ids[id] = true
+			info.Ops = append(info.Ops, Op{ID: id, Name: fmt.Sprintf("op %d", id), Kind: "tile"})
 		}
 	}
 	var in, out int64

@@ -15,18 +15,26 @@ const (
 )
 
 // tileInfo is what the scheduler knows of a tile: where it lives, and the
-// isa buffer of each of its (core, slot) copies.
+// isa buffer of each of its (rank, slot) copies. A rank is a core numbered
+// over every chip: rank r is core r % CoresPerChip of chip r /
+// CoresPerChip.
 type tileInfo struct {
 	t *tile.Tile
-	// inCores is set for a tile declared inside a cores loop: it exists on
-	// every core of the loop.
+	// inCores is set for an on-chip tile declared inside a cores loop: it
+	// exists on every rank of the loop. perRank is set for every tile that
+	// exists once per rank (those, per-rank HBM tiles and the scheduler's
+	// scratch tiles), ranks lists the ranks.
 	inCores bool
+	perRank bool
+	ranks   []int
 	// slotBytes is one slot's size (per partition on chip), aligned.
 	slotBytes int64
-	// offset[core] is the tile's placement on that core (on chip), or its
-	// HBM address (index 0).
+	// offset[rank] is the tile's placement on that rank (on chip, and for
+	// a per-rank HBM tile), or a kernel-level tensor's HBM address (index
+	// 0).
 	offset map[int]int64
-	// bufs[core][slot] is the isa buffer index of a copy (HBM: core 0).
+	// bufs[rank][slot] is the isa buffer index of a copy (a kernel-level
+	// HBM tensor: index 0).
 	bufs [][]int32
 	// live is the tile's lifetime in statement numbers (inclusive).
 	live [2]int
@@ -46,15 +54,49 @@ type layout struct {
 	peakSBUF, peakPSUM map[int]int64
 }
 
-// place assigns every tile its memory: HBM tensors in order at aligned
-// addresses, on-chip tiles first fit among the tiles whose lifetimes
-// overlap theirs, per core.
-func place(k *tile.Kernel, tg *Target) (*layout, error) {
+// ranksOf returns the ranks of a system (chips x cores per chip) and the
+// cores per chip.
+func ranksOf(lim *isa.Limits) (n, perChip int) {
+	perChip = max(lim.CoresPerChip, 1)
+	return max(lim.Chips, 1) * perChip, perChip
+}
+
+// coresText says which ranks exist, for messages: "the chip's 8 cores" on
+// one chip, "the system's 32 ranks (4 chips of 8 cores)" on several.
+func coresText(lim *isa.Limits) string {
+	n, per := ranksOf(lim)
+	if n == per {
+		return fmt.Sprintf("the chip's %d cores", n)
+	}
+	return fmt.Sprintf("the system's %d ranks (%d chips of %d cores)", n, n/per, per)
+}
+
+// noRankText is the message for a rank (or core) r that does not exist.
+func noRankText(lim *isa.Limits, r int) string {
+	n, per := ranksOf(lim)
+	if n == per {
+		return fmt.Sprintf("core %d does not exist (the chip has %d)", r, n)
+	}
+	return fmt.Sprintf("rank %d does not exist (the system has %d: %d chips of %d cores)", r, n, n/per, per)
+}
+
+// place assigns every tile its memory: kernel-level HBM tensors in order
+// at aligned addresses, per-rank HBM tiles in their rank's share of the
+// chip's HBM, on-chip tiles first fit among the tiles whose lifetimes
+// overlap theirs, per rank. ex brings the scheduler's own tiles and ranks
+// (collectives).
+func place(k *tile.Kernel, tg *Target, ex *expansion) (*layout, error) {
 	lim := tg.Limits
+	nRanks, perChip := ranksOf(lim)
 	lay := &layout{peakSBUF: map[int]int64{}, peakPSUM: map[int]int64{}}
-	infos := make([]*tileInfo, len(k.Tiles))
-	for i, t := range k.Tiles {
-		infos[i] = &tileInfo{t: t, offset: map[int]int64{}, bufs: make([][]int32, max(lim.CoresPerChip, 1)), live: [2]int{-1, -1}}
+	all := append(append([]*tile.Tile(nil), k.Tiles...), ex.tiles...)
+	infos := make([]*tileInfo, len(all))
+	for i, t := range all {
+		infos[i] = &tileInfo{t: t, offset: map[int]int64{}, bufs: make([][]int32, nRanks), live: [2]int{-1, -1}}
+	}
+	for t, rs := range ex.tileRanks {
+		ti := infos[t.ID]
+		ti.perRank, ti.ranks, ti.used = true, rs, true
 	}
 	lay.tiles = infos
 
@@ -73,10 +115,10 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 				if s.Kind == tile.Cores {
 					lo, ok1 := s.Start.Static()
 					hi, ok2 := s.Stop.Static()
-					if !ok1 || !ok2 || lo < 0 || hi > int64(lim.CoresPerChip) {
+					if !ok1 || !ok2 || lo < 0 || hi > int64(nRanks) {
 						if cerr == nil {
 							cerr = &OpError{Kernel: k.Name, File: k.File, Pos: s.Pos.String(), Op: "for " + s.Var.Name + " cores",
-								Msg: fmt.Sprintf("a cores loop needs constant bounds within the chip's %d cores", lim.CoresPerChip)}
+								Msg: "a cores loop needs constant bounds within " + coresText(lim)}
 						}
 					}
 					for c := lo; c < hi; c++ {
@@ -162,19 +204,33 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 		}
 	}
 
-	// Cores: those of the cores loops, of on-chip tiles outside them, and
-	// core 0 when nothing else names one.
+	// The ranks of per-rank tiles: their cores loop's.
+	for _, ti := range infos {
+		if ti.t.Scope == nil || ti.perRank {
+			continue
+		}
+		if ti.inCores || (ti.t.Mem == isa.MemHBM && ti.t.Scope.Kind == tile.Cores) {
+			ti.perRank = true
+			ti.ranks = coresLoopRange(ti.t)
+		}
+	}
+
+	// Cores: those of the cores loops, of on-chip tiles outside them, of
+	// collectives outside them, and core 0 when nothing else names one.
 	for _, ti := range infos {
 		if ti.used && ti.t.Mem.OnChip() && !ti.inCores {
 			coreSet[ti.t.Core] = true
 		}
 	}
+	for _, r := range ex.ranks {
+		coreSet[r] = true
+	}
 	if len(coreSet) == 0 {
 		coreSet[0] = true
 	}
 	for c := range coreSet {
-		if c < 0 || c >= lim.CoresPerChip {
-			return nil, &OpError{Kernel: k.Name, File: k.File, Op: "tile core", Msg: fmt.Sprintf("core %d does not exist (the chip has %d)", c, lim.CoresPerChip)}
+		if c < 0 || c >= nRanks {
+			return nil, &OpError{Kernel: k.Name, File: k.File, Op: "tile core", Msg: noRankText(lim, c)}
 		}
 		lay.cores = append(lay.cores, c)
 	}
@@ -206,21 +262,62 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 		}
 	}
 
-	// HBM: in declaration order.
-	var hbmNext int64
+	// HBM: kernel-level tensors in declaration order, on their chip.
+	hbmNext := map[int]int64{}
+	type span struct{ lo, hi int64 }
+	taken := map[int][]span{} // by chip
 	for _, ti := range infos {
 		t := ti.t
-		if t.Mem != isa.MemHBM {
+		if t.Mem != isa.MemHBM || ti.perRank {
 			continue
 		}
-		addr := hbmNext
+		addr := hbmNext[t.Chip]
 		if t.Offset >= 0 {
 			addr = t.Offset
 		}
 		ti.offset[0] = addr
-		hbmNext = max(hbmNext, roundUp(addr+ti.slotBytes, hbmAlignBytes))
+		hbmNext[t.Chip] = max(hbmNext[t.Chip], roundUp(addr+ti.slotBytes, hbmAlignBytes))
+		taken[t.Chip] = append(taken[t.Chip], span{addr, addr + ti.slotBytes})
 		if tg.HBMBytes > 0 && addr+t.Bytes() > tg.HBMBytes {
 			return nil, &FitError{Kernel: k.Name, Tile: t.Name, Mem: isa.MemHBM, Needed: addr + t.Bytes(), Available: tg.HBMBytes}
+		}
+	}
+	// Per-rank tiles: in the rank's share of its chip's HBM (core c of a
+	// chip from c x share: on trn2, whose four stacks are contiguous
+	// ranges, cores 2k and 2k+1 share stack k), past the kernel-level
+	// tensors there; at= is an offset inside the share.
+	share := int64(1) << 40
+	if tg.HBMBytes > 0 {
+		share = tg.HBMBytes / int64(perChip) / hbmAlignBytes * hbmAlignBytes
+	}
+	rankNext := map[int]int64{}
+	for _, ti := range infos {
+		t := ti.t
+		if t.Mem != isa.MemHBM || !ti.perRank {
+			continue
+		}
+		for _, r := range ti.ranks {
+			chip, core := r/perChip, r%perChip
+			lo := int64(core) * share
+			addr := max(lo, rankNext[r])
+			if t.Offset >= 0 {
+				addr = lo + t.Offset
+			} else {
+				for moved := true; moved; {
+					moved = false
+					for _, sp := range taken[chip] {
+						if sp.lo < addr+ti.slotBytes && addr < sp.hi {
+							addr, moved = roundUp(sp.hi, hbmAlignBytes), true
+						}
+					}
+				}
+			}
+			if addr+t.Bytes() > lo+share {
+				return nil, &FitError{Kernel: k.Name, Tile: t.Name, Mem: isa.MemHBM, Needed: addr + t.Bytes() - lo, Available: share,
+					PerRank: true, Rank: r, Chip: chip}
+			}
+			ti.offset[r] = addr
+			rankNext[r] = max(rankNext[r], roundUp(addr+ti.slotBytes, hbmAlignBytes))
 		}
 	}
 
@@ -239,7 +336,7 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 				}
 				onCore := false
 				if ti.inCores {
-					for _, c := range coresLoopRange(ti.t) {
+					for _, c := range ti.ranks {
 						onCore = onCore || c == core
 					}
 				} else {
@@ -337,7 +434,7 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 	// One isa buffer per (core, slot) copy; names are the tile's, made
 	// unique.
 	names := map[string]bool{}
-	for _, t := range k.Tiles {
+	for _, t := range all {
 		names[t.Name] = true
 	}
 	unique := func(base string) string {
@@ -353,15 +450,24 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 		if !ti.used {
 			continue
 		}
-		if t.Mem == isa.MemHBM {
-			b := &isa.Buffer{Name: t.Name, Mem: isa.MemHBM, DType: t.DType, Shape: t.Shape, Core: -1, Offset: ti.offset[0]}
+		if t.Mem == isa.MemHBM && !ti.perRank {
+			b := &isa.Buffer{Name: t.Name, Mem: isa.MemHBM, DType: t.DType, Shape: t.Shape, Chip: int32(t.Chip), Core: -1, Offset: ti.offset[0]}
 			ti.bufs[0] = []int32{int32(len(lay.buffers))}
 			lay.buffers = append(lay.buffers, b)
 			continue
 		}
+		if t.Mem == isa.MemHBM {
+			for _, r := range ti.ranks {
+				b := &isa.Buffer{Name: unique(fmt.Sprintf("%s_c%d", t.Name, r)), Mem: isa.MemHBM, DType: t.DType, Shape: t.Shape,
+					Chip: int32(r / perChip), Core: -1, Offset: ti.offset[r]}
+				ti.bufs[r] = []int32{int32(len(lay.buffers))}
+				lay.buffers = append(lay.buffers, b)
+			}
+			continue
+		}
 		cores := []int{t.Core}
 		if ti.inCores {
-			cores = coresLoopRange(t)
+			cores = ti.ranks
 		}
 		for _, c := range cores {
 			for s := 0; s < t.Bufs; s++ {
@@ -375,7 +481,7 @@ func place(k *tile.Kernel, tg *Target) (*layout, error) {
 				if name != t.Name {
 					name = unique(name)
 				}
-				b := &isa.Buffer{Name: name, Mem: t.Mem, DType: t.DType, Shape: t.Shape, Core: int32(c),
+				b := &isa.Buffer{Name: name, Mem: t.Mem, DType: t.DType, Shape: t.Shape, Chip: int32(c / perChip), Core: int32(c % perChip),
 					PartStart: int32(t.PartStart), Offset: ti.offset[c] + int64(s)*ti.slotBytes}
 				ti.bufs[c] = append(ti.bufs[c], int32(len(lay.buffers)))
 				lay.buffers = append(lay.buffers, b)

@@ -28,8 +28,14 @@ type compiled struct {
 	aggGBps         float64
 	loops           []*loopInfo  // by Loop.ID
 	conds           []*tile.Code // by If.ID
-	// coreSlot[core] is the core's index in the layout (-1: unused).
+	// coreSlot[rank] is the rank's index in the layout (-1: unused);
+	// perChip the cores per chip (rank r is core r % perChip of chip r /
+	// perChip).
 	coreSlot []int
+	perChip  int
+	// ex is the collectives' expansion: the scheduler's own ops and
+	// tiles, and the cores loops walked in lockstep.
+	ex *expansion
 	// nextID numbers bodies; bodies are shared by every walk of the
 	// program, and metas holds them by index.
 	nextID uint64
@@ -52,11 +58,20 @@ type loopInfo struct {
 	// compound is set for a compound nest (see compound.go), which nest
 	// describes.
 	compound bool
+	// lockstep, for a cores loop with collectives or remote accesses,
+	// walks its body statement by statement over every rank (see
+	// collective.go).
+	lockstep *phased
 }
 
 func (c *compiled) nStreams() int { return len(c.lay.cores) * c.perCore }
 
-// slotOf returns a core's index in the layout, -1 for a core the kernel
+// chipCore returns the chip and core of a rank.
+func (c *compiled) chipCore(rank int) (chip, core int32) {
+	return int32(rank / c.perChip), int32(rank % c.perChip)
+}
+
+// slotOf returns a rank's index in the layout, -1 for a rank the kernel
 // does not use.
 func (c *compiled) slotOf(core int) int {
 	if core < 0 || core >= len(c.coreSlot) {
@@ -82,6 +97,11 @@ type opInfo struct {
 	lastStream int32
 	lastPos    int64
 	lastValid  bool
+	// issuer is the rank that triggers one of the scheduler's own
+	// transfers (a collective's; -1 for the kernel's ops), what the
+	// collective as the text form prints it, for messages.
+	issuer int
+	what   string
 }
 
 type opAcc struct {
@@ -95,9 +115,13 @@ type opAcc struct {
 	step [tile.MaxTileDims]int64
 	idx  [tile.MaxTileDims]bool
 	// level[d] is the loop depth dimension d's bounds depend on (-1: none);
-	// maxLevel the deepest of them.
+	// maxLevel the deepest of them (the rank's too).
 	level    [tile.MaxTileDims]int
 	maxLevel int
+	// rank is the expression of a remote access's rank (-1: the
+	// instance's own rank); perRank is set for a per-rank HBM tile.
+	rank    int32
+	perRank bool
 	// Static facts of the tile, to skip pointer chasing per instance.
 	ti      *tileInfo
 	nd      int
@@ -189,13 +213,18 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 	if lim.Semaphores < QueueSemBase+lim.DMAQueues {
 		return nil, fmt.Errorf("the scheduler needs %d semaphores per core; the hardware has %d", QueueSemBase+lim.DMAQueues, lim.Semaphores)
 	}
-	lay, err := place(k, tg)
+	ex, err := expand(k, tg, opts)
 	if err != nil {
 		return nil, err
 	}
+	lay, err := place(k, tg, ex)
+	if err != nil {
+		return nil, err
+	}
+	nRanks, perChip := ranksOf(lim)
 	c := &compiled{k: k, tg: tg, opts: opts, lay: lay, nQ: lim.DMAQueues, perCore: int(isa.NumEngines) + lim.DMAQueues,
 		coreIdx: map[int]int{}, dmaEngines: int64(lim.DMAEngines), queuesPerEngine: opts.QueuesPerEngine,
-		finalDist: int64(opts.FinalizeDistance), soloBuf: opts.SoloBuffer}
+		finalDist: int64(opts.FinalizeDistance), soloBuf: opts.SoloBuffer, perChip: perChip, ex: ex}
 	// Queues are handed out in order; with QoS arbitration class by class
 	// (0, k, 2k, ..., then 1, 1+k, ...), so an engine's queues share a
 	// priority.
@@ -207,6 +236,9 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		if op.QueuePinned {
 			pinned[int(op.Attrs.Queue)] = true
 		}
+	}
+	for _, q := range ex.queues {
+		pinned[q] = true
 	}
 	for cl := 0; cl < max(tg.DMAQoSClasses, 1); cl++ {
 		for q := cl; q < c.nQ; q += max(tg.DMAQoSClasses, 1) {
@@ -230,7 +262,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		c.soloBuf = 1 << 17
 	}
 	c.aggGBps = tg.DMAEngineGBps * float64(lim.DMAEngines)
-	c.coreSlot = make([]int, max(lim.CoresPerChip, 1))
+	c.coreSlot = make([]int, nRanks)
 	for i := range c.coreSlot {
 		c.coreSlot[i] = -1
 	}
@@ -248,7 +280,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			switch s := s.(type) {
 			case *tile.Loop:
 				step, _ := s.Step.Const()
-				c.loops[s.ID] = &loopInfo{loop: s, start: cc.Compile(s.Start), stop: cc.Compile(s.Stop), step: step}
+				c.loops[s.ID] = &loopInfo{loop: s, start: cc.Compile(s.Start), stop: cc.Compile(s.Stop), step: step, lockstep: ex.loops[s]}
 				prep(s.Body)
 			case *tile.If:
 				c.conds[s.ID] = cc.Compile(s.Cond)
@@ -263,8 +295,11 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			li.batch = batchable(li.loop)
 		}
 	}
-	for _, op := range k.Ops {
-		oi := &opInfo{op: op, isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1, maxLevel: -1}
+	for _, op := range append(append([]*tile.Op(nil), k.Ops...), ex.ops...) {
+		oi := &opInfo{op: op, isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1, maxLevel: -1, issuer: -1}
+		if x, ok := ex.what[op]; ok {
+			oi.issuer, oi.what = x.issuer, x.what
+		}
 		addExpr := func(e tile.Expr) int32 {
 			x := opExpr{code: cc.Compile(e), level: -1}
 			for _, v := range x.code.Vars {
@@ -279,7 +314,10 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		oi.loadOnly = oi.isDMA
 		nHBM := 0
 		add := func(a *tile.Access, write bool) {
-			oa := opAcc{acc: a, write: write, Mem: a.Tile.Mem, Core: a.Tile.Core}
+			oa := opAcc{acc: a, write: write, Mem: a.Tile.Mem, Core: a.Tile.Core, rank: -1}
+			if !a.Rank.IsZero() {
+				oa.rank = addExpr(a.Rank)
+			}
 			for d := range a.Tile.Shape {
 				oa.dims[d].start, oa.dims[d].stop, oa.step[d] = -1, -1, 1
 				if d < len(a.Ranges) {
@@ -293,6 +331,10 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 				}
 			}
 			oa.maxLevel = -1
+			if oa.rank >= 0 {
+				oa.maxLevel = oi.exprs[oa.rank].level
+				oi.maxLevel = max(oi.maxLevel, oa.maxLevel)
+			}
 			for d := range a.Tile.Shape {
 				oa.level[d] = -1
 				for _, x := range []int32{oa.dims[d].start, oa.dims[d].stop} {
@@ -305,6 +347,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			}
 			oa.ti, oa.nd = lay.tiles[a.Tile.ID], len(a.Tile.Shape)
 			oa.hbm, oa.onChip, oa.inCores = a.Tile.Mem == isa.MemHBM, a.Tile.Mem.OnChip(), oa.ti.inCores
+			oa.perRank = oa.hbm && oa.ti.perRank
 			oi.accs = append(oi.accs, oa)
 			if a.Tile.Mem == isa.MemPSUM {
 				oi.touchesPSUM = true
@@ -346,6 +389,12 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: tile.FormatOp(op),
 				Msg: "compute engines cannot access HBM directly; move the data with a DMA"}
 		}
+		for i := range oi.accs {
+			if a := &oi.accs[i]; a.rank >= 0 && (!a.perRank || !oi.isDMA) {
+				return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: tile.FormatOp(op),
+					Msg: fmt.Sprintf("%s@...: only DMA ops access another rank's instance, and only of a per-rank HBM tile", a.acc.Tile.Name)}
+			}
+		}
 		c.ops = append(c.ops, oi)
 	}
 	for _, li := range c.loops {
@@ -358,7 +407,8 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 	prog := &isa.Program{Version: isa.AssemblyVersion, Target: tg.Name, Buffers: lay.buffers}
 	for ci, core := range lay.cores {
 		for _, e := range isa.AllEngines() {
-			key := isa.StreamKey{Core: int32(core), Engine: e}
+			chip, cr := c.chipCore(core)
+			key := isa.StreamKey{Chip: chip, Core: cr, Engine: e}
 			idx := ci*c.perCore + int(e)
 			prog.Streams = append(prog.Streams, isa.StreamSource{Key: key, Count: -1, Open: func() isa.Stream {
 				return newSolo(c, idx)
@@ -450,6 +500,14 @@ func possibleStreams(c *compiled) []bool {
 		}
 	}
 	walk(c.k.Body, nil)
+	// The collectives' transfers, on the engine and rank they name.
+	for _, oi := range c.ops {
+		if oi.issuer >= 0 {
+			if ci := c.slotOf(oi.issuer); ci >= 0 {
+				out[c.engineStream(ci, oi.op.Engine)] = true
+			}
+		}
+	}
 	return out
 }
 
@@ -587,7 +645,8 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 	// for the usual operand counts, the operands and spans.
 	ba := &bodyAlloc{}
 	b := &ba.body
-	*b = isa.Body{ID: w.c.nextID, Op: op.Opcode, Engine: eng, Core: int32(core), Attrs: op.Attrs, OpID: op.OpID}
+	chip, cr := w.c.chipCore(core)
+	*b = isa.Body{ID: w.c.nextID, Op: op.Opcode, Engine: eng, Chip: chip, Core: cr, Attrs: op.Attrs, OpID: op.OpID}
 	if !op.Start.IsZero() {
 		b.Attrs.Start = flags&1 != 0
 	}
@@ -603,7 +662,7 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 	*m = bodyMeta{body: b, inst: &ba.inst, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
 	w.c.metas = append(w.c.metas, m)
 	if oi.isDMA {
-		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Core: int32(core), ID: int32(QueueSemBase + max(q, 0))}, Add: 1}}
+		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Chip: chip, Core: cr, ID: int32(QueueSemBase + max(q, 0))}, Add: 1}}
 	}
 	bufs := w.c.lay.buffers
 	nOuts := 0

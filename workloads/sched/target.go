@@ -80,6 +80,11 @@ type Options struct {
 	// of its own.
 	FinalizeDistance int
 	SoloBuffer       int
+	// CollectiveAlgorithm is the algorithm of every collective that does
+	// not name one (algo=): "mesh", "rdh" or "ring"; "" chooses by message
+	// size (mesh below 1 MiB, rdh up to 56 MiB, ring above; rdh needs a
+	// power-of-two group, others use ring).
+	CollectiveAlgorithm string
 }
 
 // Semaphore layout of every core the scheduler uses: engine e counts on
@@ -96,12 +101,21 @@ type FitError struct {
 	// Needed is the bytes the kernel needs (per partition on chip) at the
 	// point the tile does not fit; Available what the memory has.
 	Needed, Available int64
+	// PerRank is set for a per-rank HBM tile that does not fit its rank's
+	// share of the chip's HBM (Rank, on Chip; Available is the share and
+	// Needed what the rank's tiles need of it).
+	PerRank    bool
+	Rank, Chip int
 }
 
 func (e *FitError) Error() string {
 	unit := "bytes per partition"
 	if e.Mem == isa.MemHBM {
 		unit = "bytes"
+	}
+	if e.PerRank {
+		return fmt.Sprintf("kernel %s: tile %s does not fit rank %d's share of chip %d's hbm: the rank's tiles need %d bytes, the share has %d",
+			e.Kernel, e.Tile, e.Rank, e.Chip, e.Needed, e.Available)
 	}
 	return fmt.Sprintf("kernel %s: tile %s does not fit %s: the working set needs %d %s, %s has %d",
 		e.Kernel, e.Tile, e.Mem, e.Needed, unit, e.Mem, e.Available)

@@ -78,6 +78,15 @@ type frame struct {
 	stop  int64
 	step  int64
 	cores bool
+	// ph, for a cores loop walked in lockstep or a collective outside
+	// the cores loops, is its phases: phase runs for every rank (iter
+	// indexes ph.ranks) before the next; rank is the iteration's rank and
+	// base the loop's tiles' instances when it started.
+	ph    *phased
+	phase int
+	iter  int
+	rank  int
+	base  []int64
 }
 
 // accCache is an op's last evaluated operands and the loop stamps they
@@ -128,15 +137,16 @@ type accEval struct {
 }
 
 func newWalk(c *compiled) *walk {
-	w := &walk{c: c, env: make([]int64, len(c.k.Vars)), tileInst: make([]int64, len(c.k.Tiles)),
+	w := &walk{c: c, env: make([]int64, len(c.k.Vars)), tileInst: make([]int64, len(c.lay.tiles)),
 		tr: newTracker(len(c.lay.cores), c.tg.Limits.SBUFPartitionBytes, c.tg.Limits.PSUMPartitionBytes, c.nStreams())}
 	n := c.nStreams()
 	for ci, core := range c.lay.cores {
+		chip, cr := c.chipCore(core)
 		for k := 0; k < c.perCore; k++ {
 			s := &stream{core: ci, queue: -1, lastMark: -1, newest: -1, finalTo: -1}
 			if k < int(isa.NumEngines) {
 				s.engine = isa.Engine(k)
-				s.sem = isa.SemRef{Core: int32(core), ID: int32(k)}
+				s.sem = isa.SemRef{Chip: chip, Core: cr, ID: int32(k)}
 				s.mult = 1
 				s.know = make([]int64, n)
 				for i := range s.know {
@@ -144,7 +154,7 @@ func newWalk(c *compiled) *walk {
 				}
 			} else {
 				s.queue = k - int(isa.NumEngines)
-				s.sem = isa.SemRef{Core: int32(core), ID: int32(QueueSemBase + s.queue)}
+				s.sem = isa.SemRef{Chip: chip, Core: cr, ID: int32(QueueSemBase + s.queue)}
 				s.mult = c.dmaEngines
 			}
 			s.signal1 = []isa.SemSignal{{Sem: s.sem, Add: 1}}
@@ -178,6 +188,19 @@ func (w *walk) step() {
 	}
 	for len(w.stack) > 0 {
 		f := &w.stack[len(w.stack)-1]
+		if f.pc >= len(f.stmts) && f.ph != nil {
+			if w.nextPhase(f) {
+				continue
+			}
+			if f.loop != nil {
+				w.depth--
+				for i, t := range f.loop.Tiles {
+					w.tileInst[t.ID] = f.base[i] + int64(len(f.ph.ranks))
+				}
+			}
+			w.stack = w.stack[:len(w.stack)-1]
+			continue
+		}
 		if f.pc >= len(f.stmts) {
 			if f.loop != nil {
 				v := f.loop.Var.Index
@@ -236,6 +259,15 @@ func (w *walk) step() {
 				}
 				w.bt.active, w.bt.depth = true, len(w.stack)
 			}
+			if li.lockstep != nil {
+				base := make([]int64, len(s.Tiles))
+				for i, t := range s.Tiles {
+					base[i] = w.tileInst[t.ID]
+				}
+				w.stack = append(w.stack, frame{loop: s, cores: true, ph: li.lockstep, iter: -1, base: base})
+				w.depth++
+				continue
+			}
 			w.env[s.Var.Index] = start
 			w.stack = append(w.stack, frame{stmts: s.Body, loop: s, stop: stop, step: step, cores: s.Kind == tile.Cores})
 			w.tick++
@@ -269,20 +301,61 @@ func (w *walk) step() {
 			w.finalize(false)
 			return
 		case *tile.Collective:
-			w.err = &OpError{Kernel: w.c.k.Name, File: w.c.k.File, Pos: s.Pos.String(), Op: "collective " + s.Kind,
-				Msg: "collectives are expanded by the chips and instances work; this scheduler does not run them yet"}
-			return
+			// Outside the cores loops: its steps, each over its group.
+			if ph := w.c.ex.colls[s]; ph != nil {
+				w.stack = append(w.stack, frame{cores: true, ph: ph, iter: -1})
+			}
 		}
 	}
 	w.done = true
 	w.finalize(true)
 }
 
+// nextPhase moves a lockstep frame to its next (phase, rank) with
+// statements, reporting false when every phase is done. The loop's tiles
+// keep the instance each rank had: that of its iteration in a walk of the
+// loop in order.
+func (w *walk) nextPhase(f *frame) bool {
+	ph := f.ph
+	for {
+		f.iter++
+		if f.iter >= len(ph.ranks) {
+			f.iter = 0
+			f.phase++
+		}
+		if f.phase >= len(ph.phases) {
+			return false
+		}
+		stmts := ph.phases[f.phase].stmtsFor(f.iter)
+		if len(stmts) == 0 {
+			continue
+		}
+		f.stmts, f.pc, f.rank = stmts, 0, ph.ranks[f.iter]
+		if f.loop != nil {
+			w.env[f.loop.Var.Index] = int64(f.rank)
+			w.tick++
+			w.stamp[w.depth-1] = w.tick
+			for i, t := range f.loop.Tiles {
+				w.tileInst[t.ID] = f.base[i] + int64(f.iter) + 1
+			}
+		}
+		return true
+	}
+}
+
+// frameRank returns the rank of a cores frame.
+func (w *walk) frameRank(f *frame) int {
+	if f.loop != nil {
+		return int(w.env[f.loop.Var.Index])
+	}
+	return f.rank
+}
+
 // loopCore returns the core of the enclosing cores loop, or the first.
 func (w *walk) loopCore() int {
 	for i := len(w.stack) - 1; i >= 0; i-- {
 		if w.stack[i].cores {
-			return int(w.env[w.stack[i].loop.Var.Index])
+			return w.frameRank(&w.stack[i])
 		}
 	}
 	return w.c.lay.cores[0]
@@ -306,9 +379,12 @@ func (w *walk) slot(t *tile.Tile) int {
 // coreOf returns the core an op instance runs on: the enclosing cores
 // loop's, or the core of its first on-chip operand, or the first core.
 func (w *walk) coreOf(oi *opInfo) int {
+	if oi.issuer >= 0 {
+		return oi.issuer
+	}
 	for i := len(w.stack) - 1; i >= 0; i-- {
 		if w.stack[i].cores {
-			return int(w.env[w.stack[i].loop.Var.Index])
+			return w.frameRank(&w.stack[i])
 		}
 	}
 	for _, a := range oi.accs {
@@ -320,7 +396,11 @@ func (w *walk) coreOf(oi *opInfo) int {
 }
 
 func (w *walk) opErr(oi *opInfo, format string, args ...any) error {
-	return &OpError{Kernel: w.c.k.Name, File: w.c.k.File, Pos: oi.op.Pos.String(), Op: tile.FormatOp(oi.op), Msg: fmt.Sprintf(format, args...)}
+	what := oi.what
+	if what == "" {
+		what = tile.FormatOp(oi.op)
+	}
+	return &OpError{Kernel: w.c.k.Name, File: w.c.k.File, Pos: oi.op.Pos.String(), Op: what, Msg: fmt.Sprintf(format, args...)}
 }
 
 // expr returns the value of the op's expression i for the current
@@ -385,6 +465,20 @@ func (w *walk) evalAccesses(oi *opInfo, core int) error {
 				return w.opErr(oi, "tile %s does not exist on core %d", a.ti.t.Name, c)
 			}
 			ae.buf = bufs[w.slot(a.ti.t)]
+		} else if a.perRank {
+			r := core
+			if a.rank >= 0 {
+				r = int(w.expr(oi, a.rank))
+			}
+			var bufs []int32
+			if r >= 0 && r < len(a.ti.bufs) {
+				bufs = a.ti.bufs[r]
+			}
+			if bufs == nil {
+				ac.valid = false
+				return w.opErr(oi, "%s", w.noInstance(a.ti, r))
+			}
+			ae.buf = bufs[0]
 		} else {
 			ae.buf = a.ti.bufs[0][0]
 		}
@@ -708,7 +802,18 @@ func (w *walk) collect(oi *opInfo, ci int, meta *bodyMeta) {
 }
 
 // spanCore returns the core index of a span's memory.
-func (w *walk) spanCore(sp *isa.Span) int { return w.c.slotOf(int(sp.Core)) }
+func (w *walk) spanCore(sp *isa.Span) int {
+	return w.c.slotOf(int(sp.Chip)*w.c.perChip + int(sp.Core))
+}
+
+// noInstance says why rank r has no instance of a per-rank tile.
+func (w *walk) noInstance(ti *tileInfo, r int) string {
+	if n, _ := ranksOf(w.c.tg.Limits); r < 0 || r >= n {
+		return fmt.Sprintf("rank %d has no instance of %s: %s", r, ti.t.Name, noRankText(w.c.tg.Limits, r))
+	}
+	lo, hi := ti.ranks[0], ti.ranks[len(ti.ranks)-1]
+	return fmt.Sprintf("rank %d has no instance of %s (its cores loop runs ranks %d to %d)", r, ti.t.Name, lo, hi)
+}
 
 // region is the HBM region an operand of the instance touches. A shared
 // body's HBM operand sits at its tensor's start and moves by the

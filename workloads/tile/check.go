@@ -62,7 +62,22 @@ func (k *Kernel) Check() error {
 			return k.errAt(t.Pos, "tile %s: bufs must be at least 1, got %d", t.Name, t.Bufs)
 		}
 		if t.Mem == isa.MemHBM && t.Scope != nil {
-			return k.errAt(t.Pos, "tile %s: HBM tensors are declared at kernel level, not inside a loop", t.Name)
+			if t.Scope.Kind != Cores {
+				return k.errAt(t.Pos, "tile %s: HBM tensors are declared at kernel level or directly in a cores loop (one per rank), not inside another loop", t.Name)
+			}
+			if t.Bufs != 1 {
+				return k.errAt(t.Pos, "tile %s: a per-rank HBM tile has one slot (bufs=1), not %d", t.Name, t.Bufs)
+			}
+		}
+		if t.Chip != 0 && (t.Mem != isa.MemHBM || t.Scope != nil) {
+			pos := t.chipPos
+			if pos.Line == 0 {
+				pos = t.Pos
+			}
+			if t.Mem != isa.MemHBM {
+				return k.errAt(pos, "tile %s: chip= places kernel-level HBM tensors; an on-chip tile is on its rank's chip (core=)", t.Name)
+			}
+			return k.errAt(pos, "tile %s: chip= places kernel-level HBM tensors; a per-rank tile is on its rank's chip", t.Name)
 		}
 		if t.Mem != isa.MemHBM && t.Role != Temp {
 			return k.errAt(t.Pos, "tile %s: only HBM tensors are kernel inputs or outputs", t.Name)
@@ -83,7 +98,7 @@ func (k *Kernel) Check() error {
 			c.tiles[t] = true
 		}
 	}
-	return c.stmts(k.Body, false)
+	return c.stmts(k.Body, false, false)
 }
 
 // named is a parameter, tile or loop variable, for the name checks.
@@ -142,11 +157,24 @@ func (k *Kernel) checkNames() error {
 	return nil
 }
 
-// CheckCores checks the kernel's core numbers against a chip of n
-// NeuronCores: the core= of every SBUF/PSUM tile declared outside the
-// cores loops, and the bounds of each cores loop, which must be constants
-// within the chip's cores.
-func (k *Kernel) CheckCores(n int) error {
+// CheckCores checks the kernel's core numbers against one chip of n
+// NeuronCores (CheckRanks with one chip).
+func (k *Kernel) CheckCores(n int) error { return k.CheckRanks(1, n) }
+
+// CheckRanks checks the kernel's rank numbers against a system of chips
+// chips of coresPerChip NeuronCores each (ranks 0 to chips * coresPerChip
+// - 1; rank r is core r % coresPerChip of chip r / coresPerChip): the
+// core= of every SBUF/PSUM tile declared outside the cores loops, the
+// chip= of HBM tensors, the bounds of each cores loop, which must be
+// constants within the ranks, and the ranks of every collective's group.
+func (k *Kernel) CheckRanks(chips, coresPerChip int) error {
+	n := chips * coresPerChip
+	what := fmt.Sprintf("the chip's %d cores", n)
+	has := fmt.Sprintf("the chip has %d", n)
+	if chips > 1 {
+		what = fmt.Sprintf("the system's %d ranks (%d chips of %d cores)", n, chips, coresPerChip)
+		has = fmt.Sprintf("the system has %d: %d chips of %d cores", n, chips, coresPerChip)
+	}
 	inCores := map[*Tile]bool{}
 	var walk func(stmts []Stmt, cores bool) error
 	walk = func(stmts []Stmt, cores bool) error {
@@ -158,7 +186,7 @@ func (k *Kernel) CheckCores(n int) error {
 					lo, ok1 := s.Start.Static()
 					hi, ok2 := s.Stop.Static()
 					if !ok1 || !ok2 || lo < 0 || hi > int64(n) {
-						return k.errAt(s.Pos, "for %s cores: a cores loop needs constant bounds within the chip's %d cores", s.Var.Name, n)
+						return k.errAt(s.Pos, "for %s cores: a cores loop needs constant bounds within %s", s.Var.Name, what)
 					}
 				}
 				for _, t := range s.Tiles {
@@ -174,6 +202,16 @@ func (k *Kernel) CheckCores(n int) error {
 				if err := walk(s.Else, cores); err != nil {
 					return err
 				}
+			case *Collective:
+				for i, r := range s.Group {
+					if r < 0 || r >= n {
+						word := "core"
+						if chips > 1 {
+							word = "rank"
+						}
+						return k.errAt(s.GroupPos(i), "collective %s: group names %s %d, which does not exist (%s)", s.Kind, word, r, has)
+					}
+				}
 			}
 		}
 		return nil
@@ -182,12 +220,22 @@ func (k *Kernel) CheckCores(n int) error {
 		return err
 	}
 	for _, t := range k.Tiles {
+		if t.Mem == isa.MemHBM && t.Scope == nil && (t.Chip < 0 || t.Chip >= chips) {
+			pos := t.chipPos
+			if pos.Line == 0 {
+				pos = t.Pos
+			}
+			return k.errAt(pos, "tile %s: chip %d does not exist (the system has %d)", t.Name, t.Chip, chips)
+		}
 		if !t.Mem.OnChip() || inCores[t] || (t.Core >= 0 && t.Core < n) {
 			continue
 		}
 		pos := t.corePos
 		if pos.Line == 0 {
 			pos = t.Pos
+		}
+		if chips > 1 {
+			return k.errAt(pos, "tile %s: rank %d does not exist (%s)", t.Name, t.Core, has)
 		}
 		return k.errAt(pos, "tile %s: core %d does not exist (the chip has %d)", t.Name, t.Core, n)
 	}
@@ -235,7 +283,9 @@ func (c *checker) expr(e Expr, pos Pos, what string) error {
 	return nil
 }
 
-func (c *checker) stmts(stmts []Stmt, inCores bool) error {
+// stmts checks a statement list; inCores says it is inside a cores loop,
+// coresBody that it is a cores loop's body itself.
+func (c *checker) stmts(stmts []Stmt, inCores, coresBody bool) error {
 	for _, s := range stmts {
 		switch s := s.(type) {
 		case *Loop:
@@ -246,10 +296,10 @@ func (c *checker) stmts(stmts []Stmt, inCores bool) error {
 			if err := c.expr(s.Cond, s.Pos, "the condition"); err != nil {
 				return err
 			}
-			if err := c.stmts(s.Then, inCores); err != nil {
+			if err := c.stmts(s.Then, inCores, false); err != nil {
 				return err
 			}
-			if err := c.stmts(s.Else, inCores); err != nil {
+			if err := c.stmts(s.Else, inCores, false); err != nil {
 				return err
 			}
 		case *Op:
@@ -257,19 +307,68 @@ func (c *checker) stmts(stmts []Stmt, inCores bool) error {
 				return err
 			}
 		case *Collective:
-			if !IsCollectiveKind(s.Kind) {
-				pos := s.kindPos
-				if pos.Line == 0 {
-					pos = s.Pos
-				}
-				return c.k.errAt(pos, "unknown collective kind %q (kinds: %s)", s.Kind, strings.Join(CollectiveKinds, ", "))
-			}
-			for _, a := range append(append([]Access(nil), s.Outs...), s.Ins...) {
-				if err := c.access(&a, s.Pos, "collective "+s.Kind); err != nil {
-					return err
-				}
+			if err := c.collective(s, inCores, coresBody); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+func (c *checker) collective(s *Collective, inCores, coresBody bool) error {
+	if !IsCollectiveKind(s.Kind) {
+		pos := s.kindPos
+		if pos.Line == 0 {
+			pos = s.Pos
+		}
+		return c.k.errAt(pos, "unknown collective kind %q (kinds: %s)", s.Kind, strings.Join(CollectiveKinds, ", "))
+	}
+	where := "collective " + s.Kind
+	if s.Algo != "" && !IsCollectiveAlgorithm(s.Algo) {
+		return c.k.errAt(s.AlgoPos(), "%s: algo is %s, got %q", where, strings.Join(CollectiveAlgorithms, ", "), s.Algo)
+	}
+	if len(s.Outs) != 1 || len(s.Ins) != 1 {
+		return c.k.errAt(s.Pos, "%s takes one output and one input, got %d and %d", where, len(s.Outs), len(s.Ins))
+	}
+	switch {
+	case inCores && !coresBody:
+		return c.k.errAt(s.Pos, "%s: inside a cores loop, a collective is a statement of the loop's body itself (not inside another loop or an if)", where)
+	case !inCores && len(s.Group) == 0:
+		return c.k.errAt(s.Pos, "%s: outside a cores loop a collective needs group=[RANKS]", where)
+	}
+	if (s.Kind == Send || s.Kind == Recv) && len(s.Group) != 0 && len(s.Group) != 2 {
+		return c.k.errAt(s.GroupPos(0), "%s moves a tile between two ranks: group=[FROM, TO], not %d ranks", where, len(s.Group))
+	}
+	for i := range s.Outs {
+		if err := c.collectiveAccess(&s.Outs[i], s.Pos, where); err != nil {
+			return err
+		}
+	}
+	for i := range s.Ins {
+		if err := c.collectiveAccess(&s.Ins[i], s.Pos, where); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *checker) collectiveAccess(a *Access, pos Pos, where string) error {
+	if err := c.access(a, pos, where); err != nil {
+		return err
+	}
+	if a.Pos.Line > 0 {
+		pos = a.Pos
+	}
+	switch {
+	case a.Tile.Mem != isa.MemHBM:
+		return c.k.errAt(pos, "%s: %s is in %s; collectives move HBM tiles (per-rank HBM tiles declared in the cores loop)", where, a.Tile.Name, a.Tile.Mem)
+	case !a.Rank.IsZero():
+		if p := a.rankPos; p.Line > 0 {
+			pos = p
+		}
+		return c.k.errAt(pos, "%s: its operands are each rank's own tiles; the group says which ranks take part (no @RANK)", where)
+	case a.Rearrange != nil:
+		return c.k.errAt(pos, "%s: %s: collective operands are not rearranged", where, a.Tile.Name)
 	}
 	return nil
 }
@@ -293,7 +392,7 @@ func (c *checker) loop(l *Loop, inCores bool) error {
 	for _, t := range l.Tiles {
 		c.tiles[t] = true
 	}
-	err := c.stmts(l.Body, inCores || l.Kind == Cores)
+	err := c.stmts(l.Body, inCores || l.Kind == Cores, l.Kind == Cores)
 	delete(c.inScope, l.Var)
 	for _, t := range l.Tiles {
 		delete(c.tiles, t)
@@ -331,14 +430,29 @@ func (c *checker) op(op *Op) error {
 		}
 		return c.k.errAt(epos, "%s runs on %s, which any does not choose; name the engine", where, engineList(op.Opcode))
 	}
-	for i := range op.Outs {
-		if err := c.access(&op.Outs[i], op.Pos, where); err != nil {
-			return err
-		}
-	}
-	for i := range op.Ins {
-		if err := c.access(&op.Ins[i], op.Pos, where); err != nil {
-			return err
+	for _, as := range [][]Access{op.Outs, op.Ins} {
+		for i := range as {
+			a := &as[i]
+			if err := c.access(a, op.Pos, where); err != nil {
+				return err
+			}
+			if a.Rank.IsZero() {
+				continue
+			}
+			pos := a.rankPos
+			if pos.Line == 0 {
+				pos = op.Pos
+			}
+			switch {
+			case a.Tile.Mem != isa.MemHBM || !a.Tile.PerRank():
+				mem := "a kernel-level HBM tensor, one for every rank"
+				if a.Tile.Mem != isa.MemHBM {
+					mem = "in " + a.Tile.Mem.String()
+				}
+				return c.k.errAt(pos, "%s: %s@...: only per-rank HBM tiles (declared in a cores loop) have an instance on another rank; %s is %s", where, a.Tile.Name, a.Tile.Name, mem)
+			case !info.IsDMA:
+				return c.k.errAt(pos, "%s: %s@...: only DMA ops access another rank's tile", where, a.Tile.Name)
+			}
 		}
 	}
 	if !op.Start.IsZero() {
@@ -369,6 +483,15 @@ func (c *checker) access(a *Access, pos Pos, where string) error {
 	}
 	if !c.tiles[t] {
 		return c.k.errAt(pos, "%s: tile %s is used outside the loop that declares it", where, t.Name)
+	}
+	if !a.Rank.IsZero() {
+		rp := pos
+		if a.rankPos.Line > 0 {
+			rp = a.rankPos
+		}
+		if err := c.expr(a.Rank, rp, fmt.Sprintf("%s: the rank of %s", where, t.Name)); err != nil {
+			return err
+		}
 	}
 	if len(a.Ranges) > len(t.Shape) {
 		return c.k.errAt(pos, "%s: tile %s has %d dimensions, the access gives %d", where, t.Name, len(t.Shape), len(a.Ranges))
@@ -468,32 +591,10 @@ func anyCanRun(op isa.Opcode) bool {
 }
 
 // CheckRunnable reports a kernel that would schedule to no instructions
-// because it has no ops: none at all, or only collectives, which this
-// version of the scheduler does not run.
+// because it has neither ops nor collectives.
 func (k *Kernel) CheckRunnable() error {
-	if len(k.Ops) > 0 {
+	if len(k.Ops) > 0 || len(k.Collectives()) > 0 {
 		return nil
-	}
-	var first *Collective
-	var find func(stmts []Stmt)
-	find = func(stmts []Stmt) {
-		for _, s := range stmts {
-			switch s := s.(type) {
-			case *Collective:
-				if first == nil {
-					first = s
-				}
-			case *Loop:
-				find(s.Body)
-			case *If:
-				find(s.Then)
-				find(s.Else)
-			}
-		}
-	}
-	find(k.Body)
-	if first != nil {
-		return k.errAt(first.Pos, "collective %s: kernel %s has no instructions to run: its only ops are collectives, which this scheduler does not run yet", first.Kind, k.Name)
 	}
 	return k.errAt(k.Pos, "kernel %s has no instructions to run: it has no ops", k.Name)
 }

@@ -314,6 +314,14 @@ func (e Expr) String() string {
 	return sb.String()
 }
 
+// atomString prints e as an atom: a number, a name or a call as it is,
+// anything else in parentheses (a remote access's rank: x@(c + 1)).
+func (e Expr) atomString() string {
+	var sb strings.Builder
+	e.n.write(&sb, precAtom)
+	return sb.String()
+}
+
 // write prints n where the grammar needs an expression of precedence at
 // least outer, in parentheses when n's own is lower.
 func (n *node) write(sb *strings.Builder, outer int) {
@@ -376,4 +384,60 @@ func (n *node) write(sb *strings.Builder, outer int) {
 	if p < outer {
 		sb.WriteString(")")
 	}
+}
+
+// Subst returns e with variable v replaced by the constant val, constants
+// folded where both operands of an operator become constant (named
+// parameters keep their names).
+func (e Expr) Subst(v *Var, val int64) Expr {
+	if e.n == nil {
+		return e
+	}
+	var sub func(n *node) *node
+	sub = func(n *node) *node {
+		switch n.kind {
+		case kConst:
+			return n
+		case kVar:
+			if n.v == v {
+				return &node{kind: kConst, val: val}
+			}
+			return n
+		case kNot, kNeg:
+			a := sub(n.a)
+			if a == n.a {
+				return n
+			}
+			if a.kind == kConst && a.name == "" {
+				if n.kind == kNot {
+					return &node{kind: kConst, val: b2i(a.val == 0)}
+				}
+				return &node{kind: kConst, val: -a.val}
+			}
+			return &node{kind: n.kind, a: a}
+		}
+		a, b := sub(n.a), sub(n.b)
+		if a == n.a && b == n.b {
+			return n
+		}
+		return bin(n.kind, Expr{a}, Expr{b}).n
+	}
+	return Expr{sub(e.n)}
+}
+
+// Folded returns e's value when it is the same whatever its variables'
+// values as far as its affine normal form tells: (i * 128 + 128) - i * 128
+// is 128.
+func (e Expr) Folded() (int64, bool) {
+	if e.n == nil {
+		return 0, false
+	}
+	if v, ok := e.Static(); ok {
+		return v, true
+	}
+	p, ok := normal(e.n)
+	if !ok || p.kind != kConst || len(p.base.terms) > 0 {
+		return 0, false
+	}
+	return p.base.c0, true
 }

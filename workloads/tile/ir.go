@@ -63,9 +63,15 @@ type Tile struct {
 	// (1: one slot, every iteration reuses it).
 	Bufs int
 	Role Role
-	// Core is the NeuronCore of an on-chip tile declared outside every
-	// cores loop (inside one, the tile is per core).
+	// Core is the rank (the NeuronCore, numbered over every chip: rank r
+	// is core r % cores-per-chip of chip r / cores-per-chip) of an on-chip
+	// tile declared outside every cores loop (inside one, the tile is per
+	// rank).
 	Core int
+	// Chip is the chip whose HBM holds a kernel-level HBM tensor. An HBM
+	// tile declared in a cores loop exists once per rank, in the HBM of
+	// the rank's chip.
+	Chip int
 	// Pinned placement: Offset is the byte offset in each partition
 	// (SBUF/PSUM) or the HBM address, -1 when the scheduler places the
 	// tile; Bank pins a PSUM tile to a bank (-1: any). PartStart is the
@@ -78,12 +84,21 @@ type Tile struct {
 	// shapeExprs are the sizes as the text form wrote them (parameters by
 	// name), for printing.
 	shapeExprs []Expr
-	// corePos is where the text form gave core= (its value).
-	corePos Pos
+	// corePos and chipPos are where the text form gave core= and chip=
+	// (their values).
+	corePos, chipPos Pos
 	// ID is the tile's index in Kernel.Tiles.
 	ID  int
 	Pos Pos
 }
+
+// PerRank reports whether the tile exists once per rank: declared in a
+// cores loop or a loop inside one (HBM tiles only directly in its body).
+// It is known once the kernel is finished (Kernel.Finish).
+func (t *Tile) PerRank() bool { return t.Scope != nil && t.Scope.inCores }
+
+// ChipPos returns where the text form gave chip= (0 when not given).
+func (t *Tile) ChipPos() Pos { return t.chipPos }
 
 // Bytes returns the size of one slot: per partition on chip, in total in
 // HBM.
@@ -123,8 +138,37 @@ type Access struct {
 	// Rearrange, for an HBM access, reshapes and permutes the slice the
 	// way the transfer walks it (see Rearrange).
 	Rearrange *Rearrange
-	Pos       Pos
+	// Rank, when set, names another rank's instance of a per-rank HBM
+	// tile (a remote access, for DMAs only): the text form's x@RANK.
+	Rank Expr
+	Pos  Pos
+	// rankPos is the '@' of a remote access in the text form.
+	rankPos Pos
 }
+
+// RankPos returns where the text form wrote a remote access's '@' (0:
+// none, or built in Go).
+func (a *Access) RankPos() Pos { return a.rankPos }
+
+// On returns a with its rank set: the instance of the per-rank HBM tile
+// that rank holds (a remote access).
+func (a Access) On(rank Expr) Access { a.Rank = rank; return a }
+
+// Remote is a per-rank tile seen from another rank: t.On(rank).At(...).
+type Remote struct {
+	t    *Tile
+	rank Expr
+}
+
+// On returns the instance of the per-rank HBM tile t that rank holds, for
+// remote accesses: t.On(peer).At(ranges...).
+func (t *Tile) On(rank Expr) Remote { return Remote{t: t, rank: rank} }
+
+// At returns an access of the remote instance.
+func (r Remote) At(ranges ...Range) Access { return r.t.At(ranges...).On(r.rank) }
+
+// All returns an access of all of the remote instance.
+func (r Remote) All() Access { return r.t.All().On(r.rank) }
 
 // At returns an access of t; missing trailing ranges take whole
 // dimensions.
@@ -162,7 +206,8 @@ const (
 	Parallel LoopKind = iota
 	// Sequential iterations carry dependencies (sequential_range).
 	Sequential
-	// Cores runs iteration c on NeuronCore c: its ops and tiles are core c's.
+	// Cores runs iteration c on rank c (NeuronCore c % cores-per-chip of
+	// chip c / cores-per-chip): its ops and tiles are rank c's.
 	Cores
 )
 
@@ -181,6 +226,8 @@ type Loop struct {
 	Tiles []*Tile
 	Body  []Stmt
 	Pos   Pos
+	// inCores is set (by Finish) for a cores loop and the loops inside one.
+	inCores bool
 }
 
 // If runs Then when Cond is non-zero, else Else.
@@ -225,18 +272,71 @@ type Op struct {
 }
 
 // Collective is a collective communication op (all-reduce, all-gather,
-// ...) over the cores in Group. The chips-and-instances work expands it;
-// this version of the scheduler rejects it.
+// ...) over the ranks in Group. Inside a cores loop (directly in its body)
+// it works per rank: its operands are evaluated for each rank, and Group
+// defaults to every iteration of the loop; outside one it needs a Group.
+// The scheduler expands it into DMA transfers between the ranks' HBM
+// tiles.
 type Collective struct {
 	// Kind is one of CollectiveKinds.
 	Kind  string
 	Outs  []Access
 	Ins   []Access
 	Group []int
-	OpID  int32
-	Pos   Pos
-	// kindPos is the kind's word in the text form.
-	kindPos Pos
+	// Algo is the algorithm (one of CollectiveAlgorithms), "" for the
+	// scheduler's choice by message size.
+	Algo string
+	OpID int32
+	Pos  Pos
+	// kindPos is the kind's word in the text form; groupPos the group's
+	// ranks; algoPos the algo= value.
+	kindPos  Pos
+	groupPos []Pos
+	algoPos  Pos
+}
+
+// GroupPos returns where the text form wrote the group's i-th rank (the
+// collective's position when unknown).
+func (c *Collective) GroupPos(i int) Pos {
+	if i < len(c.groupPos) && c.groupPos[i].Line > 0 {
+		return c.groupPos[i]
+	}
+	return c.Pos
+}
+
+// AlgoPos returns where the text form wrote algo='s value (the
+// collective's position when unknown).
+func (c *Collective) AlgoPos() Pos {
+	if c.algoPos.Line > 0 {
+		return c.algoPos
+	}
+	return c.Pos
+}
+
+// The collective algorithms (docs/tile.md#collectives).
+const (
+	// AlgoMesh: one step, every rank writes its pieces straight to the
+	// others.
+	AlgoMesh = "mesh"
+	// AlgoRDH: recursive halving and doubling, log2 N steps (power-of-two
+	// groups).
+	AlgoRDH = "rdh"
+	// AlgoRing: pieces of size/N passed around the ring, 2(N-1) steps for
+	// an all-reduce.
+	AlgoRing = "ring"
+)
+
+// CollectiveAlgorithms lists the values of Collective.Algo (besides "").
+var CollectiveAlgorithms = []string{AlgoMesh, AlgoRDH, AlgoRing}
+
+// IsCollectiveAlgorithm reports whether a is one of CollectiveAlgorithms.
+func IsCollectiveAlgorithm(a string) bool {
+	for _, x := range CollectiveAlgorithms {
+		if x == a {
+			return true
+		}
+	}
+	return false
 }
 
 // The kinds of collective.
@@ -253,10 +353,12 @@ const (
 	// AllToAll sends slice j of core i's input to slice i of core j's
 	// output.
 	AllToAll = "all_to_all"
-	// Send and Recv move a tile from one core of the group to another.
+	// Send and Recv move a tile from the group's first rank to its second
+	// (group=[FROM, TO]): a send is triggered by the sender, a recv by the
+	// receiver.
 	Send = "send"
 	Recv = "recv"
-	// Broadcast copies the first core's input to every core's output.
+	// Broadcast copies the first rank's input to every rank's output.
 	Broadcast = "broadcast"
 )
 
@@ -384,6 +486,27 @@ func (b *Block) Add(op *Op) *Op {
 	return op
 }
 
+// Collectives returns the kernel's collectives, in program order.
+func (k *Kernel) Collectives() []*Collective {
+	var out []*Collective
+	var walk func(stmts []Stmt)
+	walk = func(stmts []Stmt) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *Collective:
+				out = append(out, s)
+			case *Loop:
+				walk(s.Body)
+			case *If:
+				walk(s.Then)
+				walk(s.Else)
+			}
+		}
+	}
+	walk(k.Body)
+	return out
+}
+
 // Kernel returns the kernel the block belongs to.
 func (b *Block) Kernel() *Kernel { return b.k }
 
@@ -412,6 +535,20 @@ func (k *Kernel) Finish() error {
 		}
 	}
 	walk(k.Body)
+	var mark func(stmts []Stmt, in bool)
+	mark = func(stmts []Stmt, in bool) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *Loop:
+				s.inCores = in || s.Kind == Cores
+				mark(s.Body, s.inCores)
+			case *If:
+				mark(s.Then, in)
+				mark(s.Else, in)
+			}
+		}
+	}
+	mark(k.Body, false)
 	for i, t := range k.Tiles {
 		t.ID = i
 	}

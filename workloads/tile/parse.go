@@ -334,6 +334,11 @@ func (p *parser) tile(loop *Loop) error {
 				return p.errAt(vt, "core %d out of range", v)
 			}
 			t.Core, t.corePos = int(v), Pos{p.line, vt.col}
+		case "chip":
+			if v < 0 || v > 1<<16 {
+				return p.errAt(vt, "chip %d out of range", v)
+			}
+			t.Chip, t.chipPos = int(v), Pos{p.line, vt.col}
 		case "at":
 			if v < 0 {
 				return p.errAt(vt, "at must not be negative")
@@ -350,7 +355,7 @@ func (p *parser) tile(loop *Loop) error {
 			}
 			t.PartStart = int(v)
 		default:
-			return p.errAt(kt, "unknown tile option %q (options: bufs, core, at, bank, part, input, output, temp)", kt.text)
+			return p.errAt(kt, "unknown tile option %q (options: bufs, core, chip, at, bank, part, input, output, temp)", kt.text)
 		}
 	}
 	p.tiles[t.Name] = t
@@ -500,8 +505,13 @@ func (p *parser) collective(stmts *[]Stmt) error {
 		return p.errAt(kt, "collective %s takes an output and at least one input", kt.text)
 	}
 	c := &Collective{Kind: kt.text, Outs: ops[:1], Ins: ops[1:], Pos: Pos{p.line, ct.col}, kindPos: Pos{p.line, kt.col}}
+	seen := map[string]bool{}
 	for p.peek().kind != tEOL {
 		at := p.take()
+		if seen[at.text] {
+			return p.errAt(at, "%s given twice", at.text)
+		}
+		seen[at.text] = true
 		if err := p.expect("="); err != nil {
 			return err
 		}
@@ -513,10 +523,16 @@ func (p *parser) collective(stmts *[]Stmt) error {
 			for {
 				t := p.take()
 				v, err := strconv.Atoi(t.text)
-				if t.kind != tInt || err != nil {
-					return p.errAt(t, "expected a core number, got %q", t.text)
+				if t.kind != tInt || err != nil || v > 1<<16 {
+					return p.errAt(t, "expected a rank number, got %q", t.text)
+				}
+				for i, g := range c.Group {
+					if g == v {
+						return p.errAt(t, "rank %d is in the group twice (the other at %s)", v, c.groupPos[i])
+					}
 				}
 				c.Group = append(c.Group, v)
+				c.groupPos = append(c.groupPos, Pos{p.line, t.col})
 				if p.is(",") {
 					p.take()
 					continue
@@ -533,8 +549,14 @@ func (p *parser) collective(stmts *[]Stmt) error {
 				return p.errAt(t, "expected an op id, got %q", t.text)
 			}
 			c.OpID = int32(v)
+		case "algo":
+			t := p.take()
+			if t.kind != tIdent || !IsCollectiveAlgorithm(t.text) {
+				return p.errAt(t, "algo is %s, got %q", strings.Join(CollectiveAlgorithms, ", "), t.text)
+			}
+			c.Algo, c.algoPos = t.text, Pos{p.line, t.col}
 		default:
-			return p.errAt(at, "collective takes group= and op=, not %q", at.text)
+			return p.errAt(at, "collective takes group=, algo= and op=, not %q", at.text)
 		}
 	}
 	*stmts = append(*stmts, c)
@@ -630,6 +652,20 @@ func (p *parser) access() (Access, error) {
 		return Access{}, p.errAt(nt, "unknown tile %q (declare it with tile before use)", nt.text)
 	}
 	a := Access{Tile: t, Pos: Pos{p.line, nt.col}}
+	if p.is("@") {
+		// x@RANK: another rank's instance; the rank is an atom (a number,
+		// a name or a parenthesised expression).
+		at := p.take()
+		a.rankPos = Pos{p.line, at.col}
+		if p.peek().kind == tEOL {
+			return a, p.errAt(p.peek(), "expected a rank after @ (a number, a name or an expression in parentheses)")
+		}
+		r, err := p.atom()
+		if err != nil {
+			return a, err
+		}
+		a.Rank = r
+	}
 	if p.is("[") {
 		p.take()
 		for {

@@ -58,6 +58,9 @@ func writeTile(sb *strings.Builder, t *Tile, depth int) {
 	if t.Core != 0 {
 		fmt.Fprintf(sb, " core=%d", t.Core)
 	}
+	if t.Chip != 0 {
+		fmt.Fprintf(sb, " chip=%d", t.Chip)
+	}
 	if t.Offset >= 0 {
 		fmt.Fprintf(sb, " at=%d", t.Offset)
 	}
@@ -103,20 +106,30 @@ func writeStmts(sb *strings.Builder, stmts []Stmt, depth int) {
 			sb.WriteByte('\n')
 		case *Collective:
 			indent(sb, depth)
-			fmt.Fprintf(sb, "collective %s %s", s.Kind, formatAccesses(append(append([]Access(nil), s.Outs...), s.Ins...)))
-			if len(s.Group) > 0 {
-				g := make([]string, len(s.Group))
-				for i, c := range s.Group {
-					g[i] = strconv.Itoa(c)
-				}
-				fmt.Fprintf(sb, " group=[%s]", strings.Join(g, ", "))
-			}
-			if s.OpID != 0 {
-				fmt.Fprintf(sb, " op=%d", s.OpID)
-			}
+			sb.WriteString(FormatCollective(s))
 			sb.WriteByte('\n')
 		}
 	}
+}
+
+// FormatCollective prints one collective in the text form.
+func FormatCollective(c *Collective) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "collective %s %s", c.Kind, formatAccesses(append(append([]Access(nil), c.Outs...), c.Ins...)))
+	if len(c.Group) > 0 {
+		g := make([]string, len(c.Group))
+		for i, r := range c.Group {
+			g[i] = strconv.Itoa(r)
+		}
+		fmt.Fprintf(&sb, " group=[%s]", strings.Join(g, ", "))
+	}
+	if c.Algo != "" {
+		fmt.Fprintf(&sb, " algo=%s", c.Algo)
+	}
+	if c.OpID != 0 {
+		fmt.Fprintf(&sb, " op=%d", c.OpID)
+	}
+	return sb.String()
 }
 
 func writeBlock(sb *strings.Builder, stmts []Stmt, depth int) {
@@ -132,6 +145,9 @@ func writeBlock(sb *strings.Builder, stmts []Stmt, depth int) {
 func FormatAccess(a *Access) string {
 	var sb strings.Builder
 	sb.WriteString(a.Tile.Name)
+	if !a.Rank.IsZero() {
+		sb.WriteString("@" + a.Rank.atomString())
+	}
 	if len(a.Ranges) > 0 {
 		parts := make([]string, len(a.Ranges))
 		for i, r := range a.Ranges {

@@ -135,8 +135,23 @@ func (r *Report) writeGPU(line func(k, format string, args ...any)) {
 				costs += fmt.Sprintf(", %.2fx Trainium's cost per token", g.CostRatio)
 			}
 		}
-		line(k, "%s: %s %s, %.0f tokens/s, MFU %.1f%% MBU %.1f%%, launches %.0f%%%s; this NeuronCore is %.2fx its speed; longest: %s",
-			g.Title, unit, fmtSeconds(g.TimeS), g.TokensPerS, g.MFUPct, g.MBUPct, g.LaunchPct, costs, g.Speedup, strings.Join(tops, ", "))
+		line(k, "%s: %s %s, %.0f tokens/s, MFU %.1f%% MBU %.1f%%, launches %.0f%%%s; %s %.2fx its speed; longest: %s",
+			g.Title, unit, fmtSeconds(g.TimeS), g.TokensPerS, g.MFUPct, g.MBUPct, g.LaunchPct, costs, r.trainiumSide("is", "are"), g.Speedup, strings.Join(tops, ", "))
 	}
-	line("", "(one NeuronCore against one whole GPU on the same graph; cost per token puts them on equal terms; the GPU side is the baseline model of docs/gpu.md, not a simulation)")
+	line("", "(%s against one whole GPU on the same graph; cost per token puts them on equal terms; the GPU side is the baseline model of docs/gpu.md, not a simulation)", r.trainiumSide("", ""))
+}
+
+// trainiumSide names the Trainium side of a comparison ("this NeuronCore
+// is", "these 8 NeuronCores are"), with the verb given (or none).
+func (r *Report) trainiumSide(one, many string) string {
+	if r.CoresUsed <= 1 {
+		if one == "" {
+			return "one NeuronCore"
+		}
+		return "this NeuronCore " + one
+	}
+	if many == "" {
+		return fmt.Sprintf("%d NeuronCores", r.CoresUsed)
+	}
+	return fmt.Sprintf("these %d NeuronCores %s", r.CoresUsed, many)
 }

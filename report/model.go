@@ -107,7 +107,7 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 	if mi.Layers < mi.LayersTotal {
 		m.FullModel = &ModelMemory{WeightsBytes: mi.FullWeightBytes, KVCacheBytes: mi.FullKVCacheBytes}
 	}
-	tokens := float64(mi.Batch * mi.Seq)
+	tokens := float64(mi.Batch*mi.Seq) * float64(max(mi.Replicas, 1))
 	if sim > 0 {
 		m.TokensPerS = tokens / sim
 		if mi.Mode == "prefill" {
@@ -123,10 +123,10 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 			rate, _ := h.MatmulRate(info.DType, 0)
 			peak = h.PeakBaseFLOPSPerCore() * rate * cores
 		}
-		flops := float64(mi.MatmulFLOPs + mi.AttentionFLOPs)
+		flops := float64(mi.MatmulFLOPs+mi.AttentionFLOPs) * float64(max(mi.Replicas, 1))
 		m.MFUPct = 100 * flops / sim / peak
 		bw := h.Chip.HBM.BandwidthGBps * 1e9 * cores / float64(max(h.Chip.Cores, 1))
-		m.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) / sim / bw
+		m.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) * float64(max(mi.Replicas, 1)) / sim / bw
 	}
 	if in, ok := cost.ForAccelerator(h.Preset); ok && m.TokensPerS > 0 {
 		cores := float64(max(r.CoresUsed, 1))

@@ -50,6 +50,31 @@ type ModelInfo struct {
 	// WeightReadBytes and KVReadBytes are the bytes of weights and cache
 	// one pass reads at least (MBU's numerator).
 	WeightReadBytes, KVReadBytes int64
+	// The parallel plan: TP ranks (logical cores) per copy, Replicas
+	// copies, and Ranks the physical cores they run on (a plan of one
+	// rank runs on one physical core; otherwise each rank is lnc physical
+	// cores, which split its work as tensor parallelism too). Every
+	// figure above is the whole pass's (one copy); the memory figures are
+	// one physical rank's.
+	TP, Replicas, Ranks int
+}
+
+// plan is how a model run spreads over ranks.
+type plan struct {
+	tp, replicas, lnc int
+	// shard is the physical ranks one copy is split over; ranks all of
+	// them.
+	shard, ranks int
+}
+
+func modelPlan(cfg *configs.RunConfig) plan {
+	p := plan{tp: max(cfg.Parallel.TP, 1), replicas: max(cfg.Parallel.Replicas, 1), lnc: max(cfg.Hardware.Chip.LNC, 1)}
+	p.shard = p.tp * p.lnc
+	if p.tp*p.replicas == 1 {
+		p.shard, p.lnc = 1, 1
+	}
+	p.ranks = p.shard * p.replicas
+	return p
 }
 
 // modelFit blames what does not fit on the model fields.
@@ -105,6 +130,18 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return nil, nil, cfg.FieldError("workload.model.layers", "%d is more than the model's %d layers", m.Layers, c.Layers)
 	}
 	pass := modelPass(m)
+	pl := modelPlan(cfg)
+	if pl.replicas > 1 && pl.shard > 1 {
+		return nil, nil, cfg.FieldError("parallel.replicas", "replicas of a tensor-parallel plan (tp %d) are not lowered yet; replicas of single-core copies (tp 1) are", pl.tp)
+	}
+	if _, err := c.Shard(int64(pl.shard)); err != nil {
+		if pl.lnc > 1 {
+			if _, err1 := c.Shard(int64(pl.tp)); err1 == nil {
+				return nil, nil, cfg.FieldError("parallel.tp", "at hardware.chip.lnc %d each of the %d ranks is %d physical cores, which split its work as tensor parallelism too, so the model must divide by tp x lnc = %d: %v (set hardware.chip.lnc: 1, or a smaller tp)", pl.lnc, pl.tp, pl.lnc, pl.shard, err)
+			}
+		}
+		return nil, nil, cfg.FieldError("parallel.tp", "%v", err)
+	}
 	g, err := c.Build(zoo.BuildOptions{Pass: pass, Layers: m.Layers, WeightDType: wdt})
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
@@ -113,13 +150,35 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	mi.TP, mi.Replicas, mi.Ranks = pl.tp, pl.replicas, pl.ranks
+	build := func(layers int64) (*graph.Graph, error) {
+		return c.Build(zoo.BuildOptions{Pass: pass, Layers: layers, WeightDType: wdt, TP: int64(pl.shard)})
+	}
+	rankGraph := g
+	if pl.shard > 1 {
+		// One physical rank's part: its memory is what must fit its share.
+		if rankGraph, err = build(m.Layers); err != nil {
+			return nil, nil, cfg.FieldError("parallel.tp", "%v", err)
+		}
+		rm, err := modelInfo(cfg, c, rankGraph, pass)
+		if err != nil {
+			return nil, nil, err
+		}
+		mi.WeightBytes, mi.KVCacheBytes, mi.ActivationBytes = rm.WeightBytes, rm.KVCacheBytes, rm.ActivationBytes
+		mi.FullWeightBytes = (mi.FullWeightBytes + int64(pl.shard) - 1) / int64(pl.shard)
+		mi.FullKVCacheBytes = rm.FullKVCacheBytes
+	}
 	if need := mi.WeightBytes + mi.KVCacheBytes + mi.ActivationBytes; need > mi.HBMCapacityBytes {
 		field := "workload.model.layers"
 		if m.Layers == 0 {
 			field = "workload.model"
 		}
-		return nil, nil, cfg.FieldError(field, "the model does not fit one NeuronCore's HBM: %s of weights, KV cache and activations against %s (%s over; multi-core plans come with the chips issue)",
-			sizeGiB(need), sizeGiB(mi.HBMCapacityBytes), sizeGiB(need-mi.HBMCapacityBytes))
+		where, hint := "one NeuronCore's HBM", "; parallel.tp splits it over more cores"
+		if pl.ranks > 1 {
+			where = fmt.Sprintf("one rank's HBM (a physical core's share, of %d ranks)", pl.ranks)
+		}
+		return nil, nil, cfg.FieldError(field, "the model does not fit %s: %s of weights, KV cache and activations against %s (%s over%s)",
+			where, sizeGiB(need), sizeGiB(mi.HBMCapacityBytes), sizeGiB(need-mi.HBMCapacityBytes), hint)
 	}
 	tg := Target(cfg)
 	name := cfg.Workload.Name
@@ -129,15 +188,15 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	// Identical layers: simulate two (the second sees the first's
 	// overlap with it, as every later layer does) and reuse the second's
 	// time for the rest, unless exact.
-	sim := g
+	sim := rankGraph
 	mi.SimLayers = mi.Layers
 	if !m.Exact && mi.Layers > reuseLayers && identicalLayers(c) {
 		mi.SimLayers = reuseLayers
-		if sim, err = c.Build(zoo.BuildOptions{Pass: pass, Layers: reuseLayers, WeightDType: wdt}); err != nil {
+		if sim, err = build(reuseLayers); err != nil {
 			return nil, nil, cfg.FieldError("workload.model", "%v", err)
 		}
 	}
-	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{})
+	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{Ranks: pl.ranks})
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
 	}
@@ -151,7 +210,9 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()), MinHBMBytes: sim.MinHBMBytes(),
+	// Every rank runs its part of the graph simulated: the work is the
+	// ranks' together.
+	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()) * float64(pl.ranks), MinHBMBytes: sim.MinHBMBytes() * int64(pl.ranks),
 		Model: mi, Notes: res.Notes, Choices: []Choice{queueChoice(cfg)}}
 	mi.Graph = g
 	info.Shape = []Dim{{"batch", pass.Batch}, {"seq", pass.Seq}, {"past", pass.Past}, {"layers", mi.Layers}}
@@ -163,6 +224,16 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		if full := mi.FullWeightBytes + mi.FullKVCacheBytes; full > mi.HBMCapacityBytes {
 			info.Notes = append(info.Notes, fmt.Sprintf("warning: the whole model does not fit one NeuronCore's HBM (%s against %s)", sizeGiB(full), sizeGiB(mi.HBMCapacityBytes)))
 		}
+	}
+	if pl.ranks > 1 {
+		desc := fmt.Sprintf("tensor parallelism over %d ranks", pl.tp)
+		if pl.replicas > 1 {
+			desc = fmt.Sprintf("%d replicas", pl.replicas)
+		}
+		if pl.lnc > 1 {
+			desc += fmt.Sprintf(" of %d physical cores each (lnc %d; a rank's cores split its work as tensor parallelism too)", pl.lnc, pl.lnc)
+		}
+		info.Notes = append(info.Notes, fmt.Sprintf("parallel: %s, %d physical cores in all; memory figures are one core's", desc, pl.ranks))
 	}
 	if mi.SimLayers < mi.Layers {
 		info.Notes = append(info.Notes, fmt.Sprintf("layer reuse: %d of the %d layers simulated, the rest at the last one's time (the model figures; the engine, DMA and HBM figures are the %d layers'); --exact simulates every layer",

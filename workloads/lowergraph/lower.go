@@ -58,6 +58,8 @@ type lowering struct {
 	// fusions are the Linears' epilogues; fusedInto the ops they absorb.
 	fusions   map[*graph.Op]*fusion
 	fusedInto map[*graph.Op]*graph.Op
+	// ranks is the plan's rank count (Options.Ranks).
+	ranks int
 }
 
 // Options are the lowering's choices.
@@ -65,12 +67,15 @@ type Options struct {
 	// NoFusion lowers every op through its own kernel (each through HBM),
 	// to measure what fusion buys.
 	NoFusion bool
+	// Ranks > 1 runs the graph (one rank's part of a parallel plan) on
+	// every rank of a cores loop, its collectives over those ranks.
+	Ranks int
 }
 
 // Lower lowers g for the target.
 func Lower(g *graph.Graph, tg *sched.Target, name string, opts Options) (*Result, error) {
 	l := &lowering{g: g, tg: tg, k: tile.New(sanitize(name)), store: map[*graph.Tensor]*tile.Tile{}, names: map[string]int{},
-		weights: map[*graph.Tensor]*tile.Tile{}, casts: map[*graph.Tensor]*tile.Tile{}, res: &Result{}}
+		weights: map[*graph.Tensor]*tile.Tile{}, casts: map[*graph.Tensor]*tile.Tile{}, res: &Result{}, ranks: opts.Ranks}
 	l.fusions, l.fusedInto = map[*graph.Op]*fusion{}, map[*graph.Op]*graph.Op{}
 	if !opts.NoFusion {
 		l.fusions, l.fusedInto = planFusions(g)
@@ -91,6 +96,9 @@ func Lower(g *graph.Graph, tg *sched.Target, name string, opts Options) (*Result
 	}
 	if fused > 0 {
 		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%d elementwise ops fused into the GEMMs' epilogues (activations, SwiGLU, residual adds)", fused))
+	}
+	if l.ranks > 1 {
+		l.k = wrapRanks(l.k, l.ranks)
 	}
 	if err := l.k.Finish(); err != nil {
 		return nil, fmt.Errorf("internal error: the lowered graph: %w", err)

@@ -29,11 +29,16 @@ type activity struct {
 	maxBins int
 	compute bins
 	dma     bins
+	// coll is the DMA traffic of collective ops (collOps), for the
+	// communication that no compute hides.
+	coll    bins
+	collOps map[int32]bool
 	// Each engine's busy intervals arrive in start order and mostly touch
 	// one another: they are merged into one open run per engine (and one
-	// for the DMA engines together) and written to the bins when a gap
-	// appears, so a run of back-to-back instructions costs one bin update.
-	runs [isa.NumEngines + 1]run
+	// for the DMA engines together, one for the collectives' traffic) and
+	// written to the bins when a gap appears, so a run of back-to-back
+	// instructions costs one bin update.
+	runs [isa.NumEngines + 2]run
 }
 
 // bins holds busy time per bin in two parts, so that adding an interval
@@ -107,8 +112,11 @@ type run struct {
 	open       bool
 }
 
-// dmaRun is the index of the DMA engines' run.
-const dmaRun = int(isa.NumEngines)
+// dmaRun is the index of the DMA engines' run, collRun the collectives'.
+const (
+	dmaRun  = int(isa.NumEngines)
+	collRun = dmaRun + 1
+)
 
 // extend adds [start, end) to run i, writing the run to bins when the new
 // interval does not touch it.
@@ -131,9 +139,12 @@ func (a *activity) flush() {
 		if !r.open {
 			continue
 		}
-		if i == dmaRun {
+		switch i {
+		case dmaRun:
 			a.add(&a.dma, r.start, r.end)
-		} else {
+		case collRun:
+			a.add(&a.coll, r.start, r.end)
+		default:
 			a.add(&a.compute, r.start, r.end)
 		}
 		r.open = false
@@ -173,6 +184,7 @@ func (a *activity) add(b *bins, start, end clock.Time) {
 func (a *activity) coarsen() {
 	a.compute.merge(a.width)
 	a.dma.merge(a.width)
+	a.coll.merge(a.width)
 	a.width *= 2
 	a.shift++
 }
@@ -220,5 +232,39 @@ func (a *activity) Committed(c *engines.Commit) {
 func (a *activity) DMA(chip, core int32, engine, n int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
 	if end > start {
 		a.extend(dmaRun, &a.dma, start, end)
+		if a.collOps[in.OpID] && in.OpID != 0 {
+			a.extend(collRun, &a.coll, start, end)
+		}
 	}
+}
+
+// comm returns the time collective traffic was in flight and the part of
+// it during which no compute engine was busy (to within a bin width per
+// bin: within a bin the two are taken to overlap as much as they can).
+func (a *activity) comm() (total, exposed clock.Time) {
+	a.flush()
+	var nc, nl int32
+	for c := 0; c*binChunk < a.coll.n; c++ {
+		m := min(binChunk, a.coll.n-c*binChunk)
+		lp, lf := a.coll.part[c][:m], a.coll.full[c][:m]
+		var cp []clock.Time
+		var cf []int32
+		if c < len(a.compute.part) {
+			cp, cf = a.compute.part[c], a.compute.full[c]
+		}
+		for j := range lp {
+			nl += lf[j]
+			l := clock.Min(lp[j]+clock.Time(nl)*a.width, a.width)
+			var busy clock.Time
+			if cp != nil && c*binChunk+j < a.compute.n {
+				nc += cf[j]
+				busy = clock.Min(cp[j]+clock.Time(nc)*a.width, a.width)
+			}
+			total += l
+			if l > busy {
+				exposed += l - busy
+			}
+		}
+	}
+	return total, exposed
 }

@@ -81,6 +81,7 @@ func (b SystemBuilder) Build(prog *isa.Program) (*system, error) {
 
 	s := &system{cfg: cfg, prog: prog, boards: map[coreKey]*engines.SemBoard{}, fabric: fabric,
 		act: newActivity(), perOp: opstats.New()}
+	s.act.collOps = opts.CollectiveOps
 	s.sim = &engines.Sim{
 		Engine:   sim.NewSerialEngine(),
 		Describe: func(in *isa.Instruction) string { return Describe(prog, in) },

@@ -39,6 +39,9 @@ type Options struct {
 	ProgressEvery int64
 	// Observers, if set, see every committed engine instruction too.
 	Observers []engines.Observer
+	// CollectiveOps are the op ids of collectives, whose traffic is
+	// measured on its own (Result.CommTime, Result.ExposedCommTime).
+	CollectiveOps map[int32]bool
 }
 
 // EngineResult are one engine's statistics.
@@ -88,6 +91,10 @@ type Result struct {
 	Ops []opstats.Op
 	// Links are the links between chips that carried data, in link order.
 	Links []noc.LinkStats
+	// CommTime is the time collective traffic (Options.CollectiveOps) was
+	// in flight somewhere; ExposedCommTime the part of it during which no
+	// compute engine of any core was busy (to within 134 ns bins).
+	CommTime, ExposedCommTime clock.Time
 }
 
 // DeadlockError reports a program that cannot finish.
@@ -157,6 +164,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	}
 	res := s.collect()
 	res.DMAComputeOverlapPct = s.act.overlapPct()
+	res.CommTime, res.ExposedCommTime = s.act.comm()
 	for _, cp := range s.cores {
 		for _, seq := range cp.core.Seqs {
 			s.perOp.AddEngine(cp.key.chip, cp.key.core, seq.Engine(), &seq.Stats)

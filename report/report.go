@@ -79,6 +79,20 @@ type Report struct {
 	// Links are the links between chips that carried data (direction by
 	// direction), busiest first.
 	Links []LinkReport `json:"links,omitempty"`
+	// Comm is the collectives' communication (null without collectives).
+	Comm *CommReport `json:"communication,omitempty"`
+}
+
+// CommReport is the time collectives moved data, and how much of it no
+// compute hid.
+type CommReport struct {
+	// TimeS is when collective traffic was in flight on some core;
+	// ExposedS the part of it during which no compute engine of any core
+	// was busy (the communication the run waits for); ExposedPct that
+	// part of the simulated time.
+	TimeS      float64 `json:"time_s"`
+	ExposedS   float64 `json:"exposed_s"`
+	ExposedPct float64 `json:"exposed_pct"`
 }
 
 // LinkReport is one direction of a link between chips (or between a chip
@@ -467,6 +481,12 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 		r.Links = append(r.Links, lr)
 	}
 	sort.SliceStable(r.Links, func(i, j int) bool { return r.Links[i].Bytes > r.Links[j].Bytes })
+	if res.CommTime > 0 {
+		r.Comm = &CommReport{TimeS: res.CommTime.Seconds(), ExposedS: res.ExposedCommTime.Seconds()}
+		if sim > 0 {
+			r.Comm.ExposedPct = 100 * r.Comm.ExposedS / sim
+		}
+	}
 	r.CoresUsed = max(cores, 1)
 	n := float64(r.CoresUsed)
 	for _, e := range isa.AllEngines() {
@@ -696,6 +716,10 @@ func (r *Report) WriteSummary(w io.Writer) {
 	line("DMA", "%s in %d transfers, %.1f GB/s; engines active %.1f%%; DMA-compute overlap %.1f%%",
 		HumanBytes(r.DMA.Bytes), r.DMA.Transfers, r.DMA.BandwidthGBps, r.DMA.ActivePct, r.DMAComputeOverlapPc)
 	line("HBM", "read %s, written %s", HumanBytes(r.HBM.ReadBytes), HumanBytes(r.HBM.WriteBytes))
+	if c := r.Comm; c != nil {
+		line("communication", "collectives in flight %s, %s of it exposed (no compute engine busy): %.1f%% of the run",
+			clock.Time(c.TimeS*1e15+0.5), clock.Time(c.ExposedS*1e15+0.5), c.ExposedPct)
+	}
 	if len(r.Links) > 0 {
 		var total int64
 		for _, l := range r.Links {

@@ -151,6 +151,12 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 		}
 	}
 	chipOpts := chip.Options{NoRaceCheck: opts.NoRaceCheck}
+	if colls := collectiveOps(info); len(colls) > 0 {
+		chipOpts.CollectiveOps = map[int32]bool{}
+		for id := range colls {
+			chipOpts.CollectiveOps[id] = true
+		}
+	}
 	var tw *report.TraceWriter
 	var filter *report.TraceFilter
 	trace := set.get(roleTrace)

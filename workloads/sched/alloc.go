@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/tile"
@@ -78,6 +79,12 @@ func noRankText(lim *isa.Limits, r int) string {
 		return fmt.Sprintf("core %d does not exist (the chip has %d)", r, n)
 	}
 	return fmt.Sprintf("rank %d does not exist (the system has %d: %d chips of %d cores)", r, n, n/per, per)
+}
+
+// whichNoRankText is noRankText after a noun: "rank 16, which does not
+// exist (...)".
+func whichNoRankText(lim *isa.Limits, r int) string {
+	return strings.Replace(noRankText(lim, r), " does not exist", ", which does not exist", 1)
 }
 
 // place assigns every tile its memory: kernel-level HBM tensors in order

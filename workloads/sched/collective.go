@@ -161,7 +161,7 @@ func expand(k *tile.Kernel, tg *Target, opts Options) (*expansion, error) {
 				n, _ := ranksOf(tg.Limits)
 				for i, r := range s.Group {
 					if r < 0 || r >= n {
-						return e.errAt(s, s.GroupPos(i), "group names %s", noRankText(tg.Limits, r))
+						return e.errAt(s, s.GroupPos(i), "group names %s", whichNoRankText(tg.Limits, r))
 					}
 				}
 				if len(s.Group) == 0 {
@@ -249,7 +249,7 @@ func (e *expander) coresLoop(l *tile.Loop) error {
 		}
 		for i, r := range group {
 			if r < 0 || r >= n {
-				return e.errAt(c, c.GroupPos(i), "group names %s", noRankText(e.tg.Limits, r))
+				return e.errAt(c, c.GroupPos(i), "group names %s", whichNoRankText(e.tg.Limits, r))
 			}
 			found := false
 			for _, x := range ph.ranks {

@@ -17,13 +17,15 @@ type Field struct {
 func Fields(c *RunConfig) []Field {
 	var out []Field
 	v := reflect.ValueOf(c).Elem()
-	for _, sec := range []string{"hardware", "workload", "outputs"} {
+	for _, sec := range []string{"hardware", "workload", "parallel", "outputs"} {
 		var sv reflect.Value
 		switch sec {
 		case "hardware":
 			sv = v.FieldByName("Hardware")
 		case "workload":
 			sv = v.FieldByName("Workload")
+		case "parallel":
+			sv = v.FieldByName("Parallel")
 		case "outputs":
 			sv = v.FieldByName("Outputs")
 		}
@@ -32,6 +34,16 @@ func Fields(c *RunConfig) []Field {
 		})
 	}
 	return out
+}
+
+// Value returns the resolved value of a leaf by its dotted path.
+func (c *RunConfig) Value(path string) (string, bool) {
+	for _, f := range Fields(c) {
+		if f.Path == path {
+			return f.Value, true
+		}
+	}
+	return "", false
 }
 
 func formatValue(v reflect.Value) string {

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 
-
 	"github.com/trnsim/trnsim/isa"
 )
 

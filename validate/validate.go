@@ -39,7 +39,16 @@ type Case struct {
 	Measured float64 `yaml:"measured"`
 	Unit     string  `yaml:"unit"`
 	// TargetPct is the allowed |error| in percent; 0 means reported only.
-	TargetPct float64   `yaml:"target_pct"`
+	TargetPct float64 `yaml:"target_pct"`
+	// Range, instead of a target, is a published interval the prediction
+	// must fall in ([1, 2] us per hop); Measured is then its middle.
+	Range []float64 `yaml:"range"`
+	// Steps divides the simulated time for time_per_step (a ring
+	// all-reduce over n ranks: 2(n-1)).
+	Steps int `yaml:"steps"`
+	// Constants are config paths of unknown constants the row depends on:
+	// the table shows their values and tags beside the row.
+	Constants []string  `yaml:"constants"`
 	Fast      bool      `yaml:"fast"`
 	Notes     string    `yaml:"notes"`
 	Config    yaml.Node `yaml:"config"`
@@ -59,10 +68,15 @@ type Row struct {
 	// JSON) for a row with no target, which is reported only.
 	Pass *bool `json:"pass"`
 	// Bound is the physical bound in the row's unit, when one applies.
-	Bound    float64 `json:"bound,omitempty"`
-	Counters string  `json:"counters"`
-	Source   string  `json:"source"`
-	HostS    float64 `json:"host_time_s"`
+	Bound float64 `json:"bound,omitempty"`
+	// Range is the interval a range row must fall in.
+	Range []float64 `json:"range,omitempty"`
+	// Constants are the unknown constants the row depends on, as
+	// "path = value (source)".
+	Constants []string `json:"constants,omitempty"`
+	Counters  string   `json:"counters"`
+	Source    string   `json:"source"`
+	HostS     float64  `json:"host_time_s"`
 }
 
 // Options select cases.
@@ -199,6 +213,16 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 		bw := math.Min(h.Chip.HBM.BandwidthGBps, float64(h.Core.DMA.Engines)*h.Core.DMA.EngineBandwidthGBps*float64(max(out.Info.CoresUsed, 1))) * 1e9
 		bound := math.Max(out.Info.FLOPs/peak, float64(out.Info.MinHBMBytes)/bw)
 		row.Bound = bound * scale
+	case "time_per_step":
+		scale, err := unitScale(c.Unit)
+		if err != nil {
+			return row, fmt.Errorf("case %s: %v", c.ID, err)
+		}
+		if c.Steps < 1 {
+			return row, fmt.Errorf("case %s: time_per_step needs steps", c.ID)
+		}
+		row.Predicted = r.SimulatedTimeS / float64(c.Steps) * scale
+		counters = fmt.Sprintf("%.4g us in %d steps; %d DMA transfers", r.SimulatedTimeS*1e6, c.Steps, r.DMA.Transfers)
 	case "peak_pct":
 		row.Predicted = r.PeakPct
 		row.Bound = 100
@@ -256,6 +280,22 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 		return row, fmt.Errorf("case %s: unknown metric %q", c.ID, c.Metric)
 	}
 	row.Counters = counters
+	for _, p := range c.Constants {
+		v, ok := cfg.Value(p)
+		if !ok {
+			return row, fmt.Errorf("case %s: constants: no field %s", c.ID, p)
+		}
+		row.Constants = append(row.Constants, fmt.Sprintf("%s = %s (%s)", p, v, cfg.Sources[p].Note))
+	}
+	if len(c.Range) > 0 {
+		if len(c.Range) != 2 || c.Range[0] >= c.Range[1] {
+			return row, fmt.Errorf("case %s: range must be [low, high]", c.ID)
+		}
+		row.Range = c.Range
+		row.Measured = (c.Range[0] + c.Range[1]) / 2
+		pass := row.Predicted >= c.Range[0] && row.Predicted <= c.Range[1]
+		row.Pass = &pass
+	}
 	row.ErrorPct = 100 * (row.Predicted - row.Measured) / row.Measured
 	if c.TargetPct > 0 {
 		pass := math.Abs(row.ErrorPct) <= c.TargetPct
@@ -263,7 +303,7 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 	}
 	// A time below the bound, or a percentage above it, is a bug.
 	// Times and bytes have lower bounds, percentages upper ones.
-	isTime := c.Metric == "simulated_time" || c.Metric == "dma_engine0_active" || c.Metric == "time_per_instruction" ||
+	isTime := c.Metric == "simulated_time" || c.Metric == "dma_engine0_active" || c.Metric == "time_per_instruction" || c.Metric == "time_per_step" ||
 		c.Metric == "hbm_read_bytes" || c.Metric == "hbm_write_bytes"
 	if isTime && row.Predicted < row.Bound*(1-1e-9) {
 		return row, fmt.Errorf("case %s: predicted %.6g %s beats the physical bound %.6g %s", c.ID, row.Predicted, c.Unit, row.Bound, c.Unit)
@@ -313,6 +353,13 @@ func WriteTable(w io.Writer, rows []Row) {
 	fmt.Fprintf(w, "%-8s %-18s %12s %12s %-4s %9s %8s %-6s\n", "id", "metric", "predicted", "measured", "unit", "error", "target", "status")
 	for _, r := range rows {
 		target, status := "-", "report"
+		if len(r.Range) == 2 {
+			target = fmt.Sprintf("%g-%g", r.Range[0], r.Range[1])
+			status = "PASS"
+			if r.Pass != nil && !*r.Pass {
+				status = "MISS"
+			}
+		}
 		if r.TargetPct > 0 {
 			target = fmt.Sprintf("±%g%%", r.TargetPct)
 			status = "PASS"
@@ -325,5 +372,8 @@ func WriteTable(w io.Writer, rows []Row) {
 	fmt.Fprintln(w)
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s: %s\n    source: %s\n    counters: %s\n", r.ID, r.Title, r.Source, r.Counters)
+		for _, c := range r.Constants {
+			fmt.Fprintf(w, "    unknown constant: %s\n", c)
+		}
 	}
 }

@@ -74,7 +74,6 @@ func TestCheckTileSaysWhichCore(t *testing.T) {
 // errors as in the others.
 func TestTileKernelErrors(t *testing.T) {
 	dir := tileDir(t, map[string]string{
-		"coll.tile":  "kernel k\ntile a hbm fp32 [128, 4] input\ntile b hbm fp32 [128, 4] output\ncollective all_reduce b, a group=[0, 1]\n",
 		"empty.tile": "kernel k\ntile a sbuf bf16 [128, 4]\n",
 		"zero.tile":  "kernel k\ntile a sbuf bf16 [128, 4]\nfor i in range(0):\n    vector memset a\n",
 		"ls.tile":    "kernel k\ntile a sbuf bf16 [128, 4]\nany load_stationary a\n",
@@ -86,7 +85,6 @@ func TestTileKernelErrors(t *testing.T) {
 	tests := []struct {
 		file, want string
 	}{
-		{"coll.tile", p("coll.tile") + ":4:1: collective all_reduce: kernel k has no instructions to run: its only ops are collectives, which this scheduler does not run yet"},
 		{"empty.tile", p("empty.tile") + ":1:8: kernel k has no instructions to run: it has no ops"},
 		{"zero.tile", p("zero.tile") + ": kernel k has no instructions to run: none of its ops executes"},
 		{"ls.tile", p("ls.tile") + ":3:1: load_stationary runs only on TensorE; name the engine (tensor load_stationary)"},

@@ -720,9 +720,14 @@ func (d *Subsystem) post(t *transfer) {
 			vc = t.vc
 		}
 		at := t.unpostedAt
-		if f := d.env.Fabric; f != nil && (sg.Sem.Chip != t.dstChip || sg.Sem.Core != d.cfg.Core) {
+		if f := d.env.Fabric; f != nil && (sg.Sem.Chip != d.cfg.Chip || sg.Sem.Core != d.cfg.Core) {
 			// The update follows the data: from the chip it landed on to
-			// the semaphore's core.
+			// the semaphore's core. A transfer's own queue semaphore counts
+			// it when its data has landed (at already has the data's way):
+			// the scheduler's cross-core waits read the writer's count,
+			// which stands for the hardware's semaphore write to the
+			// waiting core travelling with the data, so a dependency pays
+			// the fabric's latency once.
 			from := d.cfg.Core
 			if t.dstChip != d.cfg.Chip {
 				from = -1

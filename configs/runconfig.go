@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/trnsim/trnsim/isa"
 )
 
@@ -136,6 +138,42 @@ type TileWorkload struct {
 	File string `yaml:"file"`
 	// Source is the kernel's text itself (instead of File).
 	Source string `yaml:"source"`
+	// Params set the kernel's parameters (its `param NAME = ...` lines) by
+	// name, so that sweeps can move them: workload.tile.params.N=4096.
+	Params TileParams `yaml:"params"`
+}
+
+// TileParams are a tile kernel's parameter values by name.
+type TileParams struct {
+	Values map[string]int64
+	// Order is the names in the order they were given.
+	Order []string
+}
+
+func (p *TileParams) decodeNode(d *decoder, n *yaml.Node, path string) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	pairs, err := d.mappingPairs(n, path)
+	if err != nil {
+		return err
+	}
+	if p.Values == nil {
+		p.Values = map[string]int64{}
+	}
+	for _, kv := range pairs {
+		k, v := kv[0], kv[1]
+		kp := path + "." + k.Value
+		var x int64
+		if err := d.decode(v, reflect.ValueOf(&x).Elem(), kp); err != nil {
+			return err
+		}
+		if _, ok := p.Values[k.Value]; !ok {
+			p.Order = append(p.Order, k.Value)
+		}
+		p.Values[k.Value] = x
+	}
+	return nil
 }
 
 // AssemblyWorkload runs a hand-written program, from a file or given inline.

@@ -29,6 +29,9 @@ func schedOptions(cfg *configs.RunConfig) (sched.Options, error) {
 	case "none":
 		o.DGE = isa.DGENone
 	}
+	if a := cfg.Parallel.CollectiveAlgorithm; a != "" && a != "auto" {
+		o.CollectiveAlgorithm = a
+	}
 	return o, nil
 }
 
@@ -370,6 +373,10 @@ func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			return nil, nil, fmt.Errorf("%s: cannot read: %v", w.File, err)
 		}
 		src, name = string(data), w.File
+	}
+	src, err := applyTileParams(cfg, src)
+	if err != nil {
+		return nil, nil, err
 	}
 	k, err := tile.Parse(src, name)
 	if err != nil {

@@ -2,6 +2,7 @@ package sched_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -686,5 +687,56 @@ for c in range(0, R) cores:
 		}
 		_, err = chip.Run(cfg, p.Program, chip.Options{})
 		require.NoError(t, err, "%+v", opts)
+	}
+}
+
+// Compute that does not need a collective's result does not wait for it:
+// the collective's transfers are on GpSimd and on queues of their own, so
+// VectorE's work after it names none of their semaphores.
+func TestComputeOverlapsACollective(t *testing.T) {
+	src := `kernel overlap
+for c in range(0, 8) cores:
+    tile x hbm fp32 [1024, 512] input
+    tile y hbm fp32 [1024, 512] output
+    tile a sbuf fp32 [128, 512]
+    tile b sbuf fp32 [128, 512]
+    collective all_reduce y, x algo=ring op=2
+    vector memset a value=1 op=3
+    for i in range(0, 16) sequential:
+        vector tensor_tensor b, a, a alu=add op=3
+        vector tensor_tensor a, b, b alu=multiply op=3
+`
+	cfg := preset(t, "trn2")
+	p, err := sched.Compile(mustParse(t, src), workloads.Target(cfg), sched.Options{DGEAuto: true})
+	require.NoError(t, err)
+	_, err = chip.Run(cfg, p.Program, chip.Options{})
+	require.NoError(t, err)
+	vector := 0
+	for _, line := range strings.Split(programText(t, p), "\n") {
+		if strings.HasPrefix(line, "vector ") {
+			vector++
+			assert.NotRegexp(t, `wait=s(14|15|22|23)`, line, "VectorE waits for the collective")
+		}
+	}
+	assert.Equal(t, 8*33, vector)
+}
+
+// Every kernel of docs/tile.md schedules and runs race-free on two trn2
+// chips, collectives and remote accesses among them.
+func TestDocKernelsRun(t *testing.T) {
+	md, err := os.ReadFile("../../docs/tile.md")
+	require.NoError(t, err)
+	cfg := preset(t, "trn2", "hardware.chips=2")
+	blocks := strings.Split(string(md), "```tile\n")[1:]
+	require.GreaterOrEqual(t, len(blocks), 9)
+	for i, b := range blocks {
+		src := b[:strings.Index(b, "```")]
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			k := mustParse(t, src)
+			p, err := sched.Compile(k, workloads.Target(cfg), sched.Options{DGEAuto: true})
+			require.NoError(t, err, src)
+			_, err = chip.Run(cfg, p.Program, chip.Options{})
+			require.NoError(t, err, src)
+		})
 	}
 }

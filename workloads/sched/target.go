@@ -15,7 +15,12 @@
 //     slots, PSUM tiles get banks, and a working set that cannot fit is one
 //     typed error (FitError);
 //   - instruction bodies, shared by construction (one per op, engine,
-//     buffer slot and shape), so the simulator decodes each once.
+//     buffer slot and shape), so the simulator decodes each once;
+//   - ranks across chips (rank r is core r % cores of chip r / cores),
+//     per-rank HBM tiles in their core's share of the chip's HBM, and
+//     collectives expanded into DMA transfers between the ranks' tiles
+//     (mesh, recursive halving/doubling or ring), walked in lockstep with
+//     the cores loops that hold them (collective.go).
 //
 // It runs once per simulation, generating every stream in one pass over
 // the loop tree as the simulator asks for instructions, and keeps its

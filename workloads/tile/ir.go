@@ -11,6 +11,12 @@
 // bank, pin an op's engine, and add an explicit ordering edge between two
 // ops.
 //
+// A cores loop runs its iterations on ranks (NeuronCores numbered across
+// chips); its tiles are per rank, HBM ones included, and a DMA may name
+// another rank's instance of a per-rank HBM tile (x@RANK, Access.Rank).
+// Collectives (all-reduce, all-gather, ...) are statements the scheduler
+// expands into DMA transfers.
+//
 // A tile declared inside a loop is a new tile every iteration; with
 // bufs=N its iterations rotate over N slots of memory (N-deep buffering),
 // and the scheduler orders the reuse of a slot after the accesses of the
@@ -505,6 +511,12 @@ func (k *Kernel) Collectives() []*Collective {
 	}
 	walk(k.Body)
 	return out
+}
+
+// AddCollective appends a collective and returns it.
+func (b *Block) AddCollective(c *Collective) *Collective {
+	*b.stmts = append(*b.stmts, c)
+	return c
 }
 
 // Kernel returns the kernel the block belongs to.

@@ -104,6 +104,7 @@ type expander struct {
 	// nextOp and nextTile number the expansion's ops and tiles.
 	nextOp, nextTile int
 	nColl            int
+	consts           map[int64]tile.Expr
 }
 
 // expand expands every collective of k and finds the lockstep loops.
@@ -285,7 +286,11 @@ func (e *expander) addSteps(ph *phased, steps []cstep) {
 		idx[r] = i
 	}
 	qn := map[int]int{}
+	what := map[*tile.Collective]string{}
 	for _, st := range steps {
+		if _, ok := what[st.c]; !ok {
+			what[st.c] = tile.FormatCollective(st.c)
+		}
 		p := phase{per: make([][]tile.Stmt, len(ph.ranks))}
 		any := false
 		for _, x := range st.xs {
@@ -295,15 +300,15 @@ func (e *expander) addSteps(ph *phased, steps []cstep) {
 			r := st.ranks[x.issuer]
 			q := e.ex.queues[qn[r]%len(e.ex.queues)]
 			qn[r]++
-			op := &tile.Op{Opcode: isa.OpDMACopy, Engine: isa.EngineGpSimd, Outs: []tile.Access{x.dst.access()},
-				Ins: []tile.Access{x.src.access()}, QueuePinned: true, DGESet: true, OpID: st.c.OpID, Pos: st.c.Pos, ID: e.nextOp}
+			op := &tile.Op{Opcode: isa.OpDMACopy, Engine: isa.EngineGpSimd, Outs: []tile.Access{e.access(x.dst)},
+				Ins: []tile.Access{e.access(x.src)}, QueuePinned: true, DGESet: true, OpID: st.c.OpID, Pos: st.c.Pos, ID: e.nextOp}
 			op.Attrs.Queue, op.Attrs.DGE = int16(q), isa.DGENone
 			if x.add {
 				op.Attrs.Accumulate = isa.ALUAdd
 			}
 			e.nextOp++
 			e.ex.ops = append(e.ex.ops, op)
-			e.ex.what[op] = synth{issuer: r, what: tile.FormatCollective(st.c)}
+			e.ex.what[op] = synth{issuer: r, what: what[st.c]}
 			i := idx[r]
 			p.per[i] = append(p.per[i], op)
 			any = true
@@ -398,20 +403,37 @@ func (v view) part(n, lo, hi int) view {
 	return out
 }
 
-// access returns the view as an access.
-func (v view) access() tile.Access {
+// access returns the view as an access; its constants are shared (so
+// that the scheduler compiles each once).
+func (e *expander) access(v view) tile.Access {
 	a := tile.Access{Tile: v.t}
 	for _, d := range v.dims {
 		if d.index {
-			a.Ranges = append(a.Ranges, tile.I(d.start))
+			a.Ranges = append(a.Ranges, tile.I(e.intern(d.start)))
 			continue
 		}
-		a.Ranges = append(a.Ranges, tile.Range{Start: d.start, Stop: d.start.AddC((d.n-1)*d.step + 1), Step: d.step})
+		a.Ranges = append(a.Ranges, tile.Range{Start: e.intern(d.start), Stop: e.intern(d.start.AddC((d.n-1)*d.step + 1)), Step: d.step})
 	}
 	if v.rank >= 0 {
-		a.Rank = tile.C(int64(v.rank))
+		a.Rank = e.intern(tile.C(int64(v.rank)))
 	}
 	return a
+}
+
+// intern returns one expression for every constant of a value.
+func (e *expander) intern(x tile.Expr) tile.Expr {
+	v, ok := x.Const()
+	if !ok {
+		return x
+	}
+	if c, ok := e.consts[v]; ok {
+		return c
+	}
+	if e.consts == nil {
+		e.consts = map[int64]tile.Expr{}
+	}
+	e.consts[v] = x
+	return x
 }
 
 // makeView evaluates an operand for rank r (the cores loop variable v

@@ -296,7 +296,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		}
 	}
 	for _, op := range append(append([]*tile.Op(nil), k.Ops...), ex.ops...) {
-		oi := &opInfo{op: op, isDMA: op.Opcode.IsDMA(), bodies: map[uint64]*bodyMeta{}, start: -1, stop: -1, maxLevel: -1, issuer: -1}
+		oi := &opInfo{op: op, isDMA: op.Opcode.IsDMA(), start: -1, stop: -1, maxLevel: -1, issuer: -1}
 		if x, ok := ex.what[op]; ok {
 			oi.issuer, oi.what = x.issuer, x.what
 		}
@@ -599,6 +599,9 @@ func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.D
 		m.key = append(m.keyBuf[:0], key...)
 	} else {
 		m.key = append([]int64(nil), key...)
+	}
+	if oi.bodies == nil {
+		oi.bodies = map[uint64]*bodyMeta{}
 	}
 	m.next = oi.bodies[h]
 	oi.bodies[h] = m

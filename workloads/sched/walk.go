@@ -654,12 +654,38 @@ func (w *walk) emitDMA(oi *opInfo, core, ci int) error {
 		}
 		return e != isa.EngineTensor
 	}
+	if oi.issuer >= 0 {
+		// A collective's transfer: its engine and queue are set.
+		return w.emitPinnedDMA(oi, core, ci, dge)
+	}
 	// Dependencies first: the trigger's choice uses them.
 	probe, err := w.body(oi, core, isa.EngineSync, 0, isa.DGENone)
 	if err != nil {
 		return err
 	}
 	w.collect(oi, ci, probe)
+	return w.triggerDMA(oi, core, ci, dge, allowed)
+}
+
+// emitPinnedDMA makes the trigger of a transfer whose engine and queue
+// are the op's (a collective's): its body is made once, without a probe.
+func (w *walk) emitPinnedDMA(oi *opInfo, core, ci int, dge isa.DGEKind) error {
+	q, err := w.queueFor(oi, ci, oi.op.Engine)
+	if err != nil {
+		return err
+	}
+	meta, err := w.body(oi, core, oi.op.Engine, q, dge)
+	if err != nil {
+		return err
+	}
+	w.collect(oi, ci, meta)
+	return w.issueDMA(oi, ci, oi.op.Engine, q, meta)
+}
+
+// triggerDMA chooses the engine and queue of a transfer whose
+// dependencies are collected, and makes its trigger.
+func (w *walk) triggerDMA(oi *opInfo, core, ci int, dge isa.DGEKind, allowed func(isa.Engine) bool) error {
+	op := oi.op
 	var eng isa.Engine
 	switch {
 	case !op.Any:
@@ -706,6 +732,13 @@ func (w *walk) emitDMA(oi *opInfo, core, ci int) error {
 	if err != nil {
 		return err
 	}
+	return w.issueDMA(oi, ci, eng, q, meta)
+}
+
+// issueDMA makes the trigger instruction of a transfer on engine eng and
+// queue q, its dependencies collected.
+func (w *walk) issueDMA(oi *opInfo, ci int, eng isa.Engine, q int, meta *bodyMeta) error {
+	tg := w.c.tg
 	tid := w.c.engineStream(ci, eng)
 	qid := w.c.queueStream(ci, q)
 	ts, qs := w.streams[tid], w.streams[qid]

@@ -199,8 +199,8 @@ func (e *expander) errAt(c *tile.Collective, pos tile.Pos, format string, args .
 // coresLoop makes the lockstep walk of a cores loop that needs one.
 func (e *expander) coresLoop(l *tile.Loop) error {
 	needs := false
-	var find func(stmts []tile.Stmt, top bool)
-	find = func(stmts []tile.Stmt, top bool) {
+	var find func(stmts []tile.Stmt)
+	find = func(stmts []tile.Stmt) {
 		for _, s := range stmts {
 			switch s := s.(type) {
 			case *tile.Collective:
@@ -212,14 +212,14 @@ func (e *expander) coresLoop(l *tile.Loop) error {
 					}
 				}
 			case *tile.Loop:
-				find(s.Body, false)
+				find(s.Body)
 			case *tile.If:
-				find(s.Then, false)
-				find(s.Else, false)
+				find(s.Then)
+				find(s.Else)
 			}
 		}
 	}
-	find(l.Body, true)
+	find(l.Body)
 	if !needs {
 		return nil
 	}
@@ -352,6 +352,27 @@ func (v view) elems() int64 {
 		}
 	}
 	return n
+}
+
+// overlaps reports whether two views are known to share an element: the
+// same instance of a tile, at constant positions that overlap.
+func (v view) overlaps(o view) bool {
+	if v.t != o.t || v.rank != o.rank {
+		return false
+	}
+	for d := range v.dims {
+		a, ok1 := v.dims[d].start.Const()
+		b, ok2 := o.dims[d].start.Const()
+		if !ok1 || !ok2 {
+			return false
+		}
+		ea := a + (v.dims[d].n-1)*v.dims[d].step + 1
+		eb := b + (o.dims[d].n-1)*o.dims[d].step + 1
+		if ea <= b || eb <= a {
+			return false
+		}
+	}
+	return true
 }
 
 // shape is the sizes of the kept (not indexed) dimensions.
@@ -533,6 +554,13 @@ func (e *expander) collective(c *tile.Collective, l *tile.Loop, group []int) ([]
 	if (c.Kind == tile.Send || c.Kind == tile.Recv) && n != 2 {
 		return nil, e.errAt(c, c.GroupPos(0), "%s moves a tile between two ranks: group=[FROM, TO], not %d ranks", c.Kind, n)
 	}
+	seen := map[int]int{}
+	for i, r := range group {
+		if j, dup := seen[r]; dup {
+			return nil, e.errAt(c, c.GroupPos(i), "rank %d is in the group twice (members %d and %d)", r, j, i)
+		}
+		seen[r] = i
+	}
 	var v *tile.Var
 	if l != nil {
 		v = l.Var
@@ -545,6 +573,9 @@ func (e *expander) collective(c *tile.Collective, l *tile.Loop, group []int) ([]
 		}
 		if ins[i], err = e.makeView(c, &c.Ins[0], v, r); err != nil {
 			return nil, err
+		}
+		if outs[i].overlaps(ins[i]) {
+			return nil, e.errAt(c, c.Pos, "rank %d's output and input overlap; a collective is not done in place", r)
 		}
 	}
 	if dt, it := c.Outs[0].Tile.DType, c.Ins[0].Tile.DType; dt != it {

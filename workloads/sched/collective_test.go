@@ -485,6 +485,8 @@ func TestCollectiveErrorsAreLocated(t *testing.T) {
 			"coll.tile:6:5: any dma_copy x@(c + 1), s: rank 4 has no instance of x (its cores loop runs ranks 0 to 3)"},
 		{"a remote rank past the system", system{"trn2", 1}, loop(4, "    any dma_copy x@(c + 8), s\n"),
 			"coll.tile:6:5: any dma_copy x@(c + 8), s: rank 8 has no instance of x: core 8 does not exist (the chip has 8)"},
+		{"a collective in place", system{"trn2", 1}, loop(2, "    collective all_reduce x, x\n"),
+			"coll.tile:6:5: collective all_reduce x, x: rank 0's output and input overlap; a collective is not done in place"},
 		{"an operand outside its tile", system{"trn2", 1}, loop(2, "    collective all_reduce y[32:96], x[0:64]\n"),
 			"coll.tile:6:5: collective all_reduce y[32:96], x[0:64]: dimension 0 of y: 32:96 is outside 0:64 or empty"},
 	}

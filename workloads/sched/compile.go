@@ -194,9 +194,11 @@ type Program struct {
 	*isa.Program
 	c *compiled
 	// PeakSBUFBytes and PeakPSUMBytes are the placement's highest byte per
-	// partition, by core.
+	// partition, by rank.
 	PeakSBUFBytes, PeakPSUMBytes map[int]int64
-	// Cores are the NeuronCores the kernel uses.
+	// Cores are the ranks the kernel uses (NeuronCores numbered across
+	// chips: rank r is core r % CoresPerChip of chip r / CoresPerChip),
+	// ascending.
 	Cores []int
 }
 

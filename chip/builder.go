@@ -223,6 +223,7 @@ func (b CoreBuilder) build(k coreKey, index int, streams [isa.NumEngines]isa.Str
 		TransposeEffSBUF:   co.DMA.TransposeEfficiencySBUF,
 		AgentBase:          base + int(isa.NumEngines),
 		Agents:             b.agents,
+		CollectiveOverhead: clock.FromNanoseconds(h.Runtime.CollectiveOverheadUs * 1000),
 	}
 	if co.DMA.Arbitration == "qos" {
 		dcfg.QoSClasses = co.DMA.QoSClasses
@@ -238,17 +239,18 @@ func (b CoreBuilder) build(k coreKey, index int, streams [isa.NumEngines]isa.Str
 			bd.Post(sem.ID, at, add, vc, simState.Now)
 			return nil
 		},
-		Now:      func() clock.Time { return simState.Now },
-		Failed:   func() bool { return simState.Err != nil },
-		Fail:     simState.Fail,
-		Event:    func(at clock.Time) { simState.Events++; simState.Now = at },
-		HBM:      s.hbm[k.chip],
-		HBMOf:    func(chip int32) *memory.HBM { return s.hbm[chip] },
-		Fabric:   s.fabric,
-		Race:     b.race,
-		Clocks:   s.sim.Clocks,
-		Tracer:   b.dmaTracer,
-		Describe: simState.Describe,
+		Now:          func() clock.Time { return simState.Now },
+		Failed:       func() bool { return simState.Err != nil },
+		Fail:         simState.Fail,
+		Event:        func(at clock.Time) { simState.Events++; simState.Now = at },
+		HBM:          s.hbm[k.chip],
+		HBMOf:        func(chip int32) *memory.HBM { return s.hbm[chip] },
+		Fabric:       s.fabric,
+		IsCollective: func(op int32) bool { return s.act.collOps[op] },
+		Race:         b.race,
+		Clocks:       s.sim.Clocks,
+		Tracer:       b.dmaTracer,
+		Describe:     simState.Describe,
 	})
 	var clocks [isa.NumEngines]clock.Clock
 	clocks[isa.EngineTensor] = clock.New(co.Tensor.ClockGHz)

@@ -119,7 +119,7 @@ func TestLoadErrorsUnknownField(t *testing.T) {
 			"hardware:",
 			"  preset: trn2",
 			"  clock_ghz: 2",
-		), nil, "test.yaml:3:3: hardware.clock_ghz: unknown field (known fields of hardware: chip, chips, core, cost_table, costs, description, efa, generation, instance, name, nodes, preset, topology)"},
+		), nil, "test.yaml:3:3: hardware.clock_ghz: unknown field (known fields of hardware: chip, chips, core, cost_table, costs, description, efa, generation, instance, name, nodes, preset, runtime, topology)"},
 		{"core sbuf", withGEMM(
 			"hardware:",
 			"  preset: trn2",

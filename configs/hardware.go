@@ -39,6 +39,8 @@ type Hardware struct {
 	CostTable string     `yaml:"cost_table"`
 	Chip      ChipConfig `yaml:"chip"`
 	Core      CoreConfig `yaml:"core"`
+	// Runtime is what the Neuron runtime adds around the hardware.
+	Runtime RuntimeConfig `yaml:"runtime"`
 	// Costs overrides entries of the cost table by dotted path, for example
 	// hardware.costs.constants.MIN_II.value or
 	// hardware.costs.vector.tensor_tensor.fast.interval.
@@ -57,6 +59,20 @@ type ChipConfig struct {
 	HBM   HBMConfig  `yaml:"hbm"`
 	NoC   NoCConfig  `yaml:"noc"`
 	Links LinkConfig `yaml:"links"`
+}
+
+// RuntimeConfig holds the Neuron runtime's overheads, which nobody
+// publishes: they are named so that validate shows them beside the rows
+// they move.
+type RuntimeConfig struct {
+	// ExecutionOverheadUs is added to every model execution (a prefill,
+	// or one decode step): the runtime's launch and completion of the
+	// compiled program.
+	ExecutionOverheadUs float64 `yaml:"execution_overhead_us" check:"nonneg"`
+	// CollectiveOverheadUs delays each collective's first transfer on
+	// every rank: the collective-communication cores' and the runtime's
+	// orchestration of one collective.
+	CollectiveOverheadUs float64 `yaml:"collective_overhead_us" check:"nonneg"`
 }
 
 // NoCConfig describes the on-chip fabric between a chip's cores, DMA

@@ -61,6 +61,11 @@ type Config struct {
 	QoSClasses int
 	// AgentBase is the vector-clock agent of queue 0; Agents the clock size.
 	AgentBase, Agents int
+	// CollectiveOverhead delays the data of a collective op on this core
+	// until that long after its first transfer was triggered (the
+	// runtime's orchestration of one collective); Env.IsCollective says
+	// which op ids are collectives.
+	CollectiveOverhead clock.Time
 }
 
 // Tracer receives every engine share as it is scheduled: engines identical
@@ -87,7 +92,10 @@ type Env struct {
 	// Fabric carries transfers between chips and their semaphore updates
 	// between cores (nil: no latency, no links).
 	Fabric *noc.Fabric
-	Race   *memory.RaceDetector
+	// IsCollective reports whether an op id is a collective's (nil: none
+	// is).
+	IsCollective func(opID int32) bool
+	Race         *memory.RaceDetector
 	// Clocks is the simulation's (see memory.Clocks); nil joins whole
 	// clocks.
 	Clocks   *memory.Clocks
@@ -151,6 +159,9 @@ type Subsystem struct {
 	// now is the time of the update in progress: env.Now() follows the
 	// sequencers' events, not the subsystem's own.
 	now clock.Time
+	// collGate is, per collective op id, when its data may start moving
+	// (its first trigger plus Config.CollectiveOverhead).
+	collGate map[int32]clock.Time
 }
 
 // New builds the DMA engines of one core.
@@ -447,6 +458,17 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 	}
 	p := d.plan(in)
 	ready := trigger + d.cfg.StartLatency
+	if d.cfg.CollectiveOverhead > 0 && d.env.IsCollective != nil && in.OpID != 0 && d.env.IsCollective(in.OpID) {
+		if d.collGate == nil {
+			d.collGate = map[int32]clock.Time{}
+		}
+		gate, ok := d.collGate[in.OpID]
+		if !ok {
+			gate = trigger + d.cfg.CollectiveOverhead
+			d.collGate[in.OpID] = gate
+		}
+		ready = clock.Max(ready, gate)
+	}
 	if in.Attrs.DGE == isa.DGEHardware && len(d.dgeFree) > 0 {
 		b := 0
 		for i := range d.dgeFree {

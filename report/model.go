@@ -30,7 +30,10 @@ type ModelReport struct {
 	SimulatedLayers int64   `json:"simulated_layers"`
 	LayerTimeS      float64 `json:"layer_time_s,omitempty"`
 	TimeS           float64 `json:"time_s"`
-	Params          int64   `json:"params"`
+	// RuntimeOverheadS is hardware.runtime.execution_overhead_us, included
+	// in TimeS (a fixed cost per execution the simulation does not model).
+	RuntimeOverheadS float64 `json:"runtime_overhead_s,omitempty"`
+	Params           int64   `json:"params"`
 	// TokensPerS is tokens processed per second (prefill: the prompts'
 	// tokens; decode: one per sequence per step); TTFTS the prefill's
 	// time (time to first token), TPOTS a decode step's (time per output
@@ -96,8 +99,10 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		layerTime = ends[mi.SimLayers-1] - ends[mi.SimLayers-2]
 		sim += float64(mi.Layers-mi.SimLayers) * layerTime
 	}
+	overhead := h.Runtime.ExecutionOverheadUs * 1e-6
+	sim += overhead
 	m := &ModelReport{Model: mi.Model, Family: mi.Family, Mode: mi.Mode, Batch: mi.Batch, Seq: mi.Seq, Past: mi.Past, Tokens: mi.Tokens,
-		Layers: mi.Layers, LayersTotal: mi.LayersTotal, SimulatedLayers: mi.SimLayers, LayerTimeS: layerTime, TimeS: sim, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
+		Layers: mi.Layers, LayersTotal: mi.LayersTotal, SimulatedLayers: mi.SimLayers, LayerTimeS: layerTime, TimeS: sim, RuntimeOverheadS: overhead, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
 		Memory:           ModelMemory{WeightsBytes: mi.WeightBytes, ActivationsBytes: mi.ActivationBytes, KVCacheBytes: mi.KVCacheBytes},
 		HBMCapacityBytes: mi.HBMCapacityBytes}
 	m.MinHBMBytes = info.MinHBMBytes
@@ -165,6 +170,9 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 		}
 		line("model", "%s decode: batch %d, %s, %s", m.Model, m.Batch, ctx, layers)
 		line("time per token", "%s (%.0f tokens/s)", fmtSeconds(m.TPOTS), m.TokensPerS)
+	}
+	if m.RuntimeOverheadS > 0 {
+		line("", "(with the runtime's %s per execution, hardware.runtime.execution_overhead_us, not simulated)", fmtSeconds(m.RuntimeOverheadS))
 	}
 	line("MFU / MBU", "%.1f%% / %.1f%% (definitions in results.json)", m.MFUPct, m.MBUPct)
 	if m.USDPerHour > 0 {

@@ -223,6 +223,25 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 		}
 		row.Predicted = r.SimulatedTimeS / float64(c.Steps) * scale
 		counters = fmt.Sprintf("%.4g us in %d steps; %d DMA transfers", r.SimulatedTimeS*1e6, c.Steps, r.DMA.Transfers)
+	case "model_ttft", "model_tpot", "inferences_per_s":
+		m := r.Model
+		if m == nil {
+			return row, fmt.Errorf("case %s: %s needs a model workload", c.ID, c.Metric)
+		}
+		switch c.Metric {
+		case "inferences_per_s":
+			row.Predicted = m.TokensPerS / float64(max(m.Seq, 1))
+		default:
+			scale, err := unitScale(c.Unit)
+			if err != nil {
+				return row, fmt.Errorf("case %s: %v", c.ID, err)
+			}
+			row.Predicted = m.TimeS * scale
+		}
+		counters = fmt.Sprintf("%s %s: time %.4g ms (%.0f tokens/s), MFU %.1f%%, MBU %.1f%%, %d cores", m.Model, m.Mode, m.TimeS*1e3, m.TokensPerS, m.MFUPct, m.MBUPct, r.CoresUsed)
+		if r.Comm != nil {
+			counters += fmt.Sprintf(", collectives %.4g ms (%.4g ms exposed)", r.Comm.TimeS*1e3, r.Comm.ExposedS*1e3)
+		}
 	case "peak_pct":
 		row.Predicted = r.PeakPct
 		row.Bound = 100
@@ -304,11 +323,12 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 	// A time below the bound, or a percentage above it, is a bug.
 	// Times and bytes have lower bounds, percentages upper ones.
 	isTime := c.Metric == "simulated_time" || c.Metric == "dma_engine0_active" || c.Metric == "time_per_instruction" || c.Metric == "time_per_step" ||
+		c.Metric == "model_ttft" || c.Metric == "model_tpot" ||
 		c.Metric == "hbm_read_bytes" || c.Metric == "hbm_write_bytes"
 	if isTime && row.Predicted < row.Bound*(1-1e-9) {
 		return row, fmt.Errorf("case %s: predicted %.6g %s beats the physical bound %.6g %s", c.ID, row.Predicted, c.Unit, row.Bound, c.Unit)
 	}
-	if !isTime && row.Predicted > row.Bound*(1+1e-9) {
+	if !isTime && c.Metric != "inferences_per_s" && row.Predicted > row.Bound*(1+1e-9) {
 		return row, fmt.Errorf("case %s: predicted %.6g%% exceeds %.6g%%", c.ID, row.Predicted, row.Bound)
 	}
 	return row, nil
@@ -350,7 +370,7 @@ func WriteJSON(w io.Writer, rows []Row) error {
 
 // WriteTable prints the rows for people.
 func WriteTable(w io.Writer, rows []Row) {
-	fmt.Fprintf(w, "%-8s %-18s %12s %12s %-4s %9s %8s %-6s\n", "id", "metric", "predicted", "measured", "unit", "error", "target", "status")
+	fmt.Fprintf(w, "%-13s %-18s %12s %12s %-5s %9s %8s %-6s\n", "id", "metric", "predicted", "measured", "unit", "error", "target", "status")
 	for _, r := range rows {
 		target, status := "-", "report"
 		if len(r.Range) == 2 {
@@ -367,7 +387,7 @@ func WriteTable(w io.Writer, rows []Row) {
 				status = "MISS"
 			}
 		}
-		fmt.Fprintf(w, "%-8s %-18s %12.4g %12.4g %-4s %+8.1f%% %8s %-6s\n", r.ID, r.Metric, r.Predicted, r.Measured, r.Unit, r.ErrorPct, target, status)
+		fmt.Fprintf(w, "%-13s %-18s %12.4g %12.4g %-5s %+8.1f%% %8s %-6s\n", r.ID, r.Metric, r.Predicted, r.Measured, r.Unit, r.ErrorPct, target, status)
 	}
 	fmt.Fprintln(w)
 	for _, r := range rows {

@@ -31,7 +31,7 @@ func TestEveryCaseLoadsWithASource(t *testing.T) {
 				assert.Less(t, c.Range[0], c.Range[1])
 				assert.Zero(t, c.TargetPct, "a row has a range or a target, not both")
 			}
-			assert.Contains(t, []string{"simulated_time", "peak_pct", "engine_busy_pct", "dma_active_pct", "time_per_instruction", "time_per_step", "dma_engine0_active", "hbm_read_bytes", "hbm_write_bytes"}, c.Metric)
+			assert.Contains(t, []string{"simulated_time", "peak_pct", "engine_busy_pct", "dma_active_pct", "time_per_instruction", "time_per_step", "model_ttft", "model_tpot", "inferences_per_s", "dma_engine0_active", "hbm_read_bytes", "hbm_write_bytes"}, c.Metric)
 			data, err := yaml.Marshal(&c.Config)
 			require.NoError(t, err)
 			_, err = configs.LoadBytes(data, c.ID, configs.LoadOptions{})

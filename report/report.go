@@ -272,11 +272,18 @@ type CoreDMAReport struct {
 // cost table) and the workload. Two runs with the same hash simulate the
 // same thing.
 func ConfigHash(cfg *configs.RunConfig) string {
+	// The parallel plan joins the hash only when it is not the default,
+	// so that configs without one keep the ids they always had.
+	var par *configs.Parallel
+	if p := cfg.Parallel; p.Ranks() > 1 || (p.CollectiveAlgorithm != "" && p.CollectiveAlgorithm != "auto") {
+		par = &p
+	}
 	data, _ := json.Marshal(struct {
 		H configs.Hardware
 		C any
 		W configs.Workload
-	}{cfg.Hardware, cfg.Costs, cfg.Workload})
+		P *configs.Parallel `json:",omitempty"`
+	}{cfg.Hardware, cfg.Costs, cfg.Workload, par})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
 }

@@ -81,6 +81,19 @@ type Report struct {
 	Links []LinkReport `json:"links,omitempty"`
 	// Comm is the collectives' communication (null without collectives).
 	Comm *CommReport `json:"communication,omitempty"`
+	// Slowest is the core that finished last, when several ran.
+	Slowest *SlowestCore `json:"slowest_core,omitempty"`
+}
+
+// SlowestCore is the core that finished last: what it was busy with and
+// what it waited for most.
+type SlowestCore struct {
+	Chip    int32              `json:"chip"`
+	Core    int32              `json:"core"`
+	EndS    float64            `json:"end_s"`
+	BusyPct map[string]float64 `json:"busy_pct"`
+	// TopStall is its engine and cause that waited longest.
+	TopStall *StallReport `json:"top_stall,omitempty"`
 }
 
 // CommReport is the time collectives moved data, and how much of it no
@@ -251,7 +264,9 @@ type ChipReport struct {
 
 // CoreReport are one core's figures.
 type CoreReport struct {
-	Core    int32                   `json:"core"`
+	Core int32 `json:"core"`
+	// EndS is when the core's last instruction or transfer completed.
+	EndS    float64                 `json:"end_s"`
 	Engines map[string]EngineReport `json:"engines"`
 	DMA     CoreDMAReport           `json:"dma"`
 	SBUF    MemReport               `json:"sbuf"`
@@ -376,6 +391,19 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 			cores++
 			where := fmt.Sprintf("chip %d core %d", ch.Chip, c.Core)
 			core := CoreReport{Core: c.Core, Engines: map[string]EngineReport{}}
+			end := c.DMA.LastCompletion
+			for _, e := range c.Engines {
+				if e.Instructions > 0 {
+					end = clock.Max(end, e.LastEnd)
+				}
+			}
+			core.EndS = end.Seconds()
+			if r.Slowest == nil || core.EndS > r.Slowest.EndS {
+				r.Slowest = &SlowestCore{Chip: ch.Chip, Core: c.Core, EndS: core.EndS, BusyPct: map[string]float64{}}
+				for _, e := range c.Engines {
+					r.Slowest.BusyPct[e.Engine.String()] = pct(e.Busy.Seconds(), sim)
+				}
+			}
 			for _, e := range c.Engines {
 				if e.Busy > res.SimTime {
 					return nil, fmt.Errorf("internal error: %s %s busy %s is %.1f%% of the simulated time %s, above 100%%",
@@ -549,6 +577,17 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	}
 
 	sort.SliceStable(stalls, func(i, j int) bool { return stalls[i].TimeS > stalls[j].TimeS })
+	if cores <= 1 {
+		r.Slowest = nil
+	} else if sl := r.Slowest; sl != nil {
+		for i := range stalls {
+			if stalls[i].Chip == sl.Chip && stalls[i].Core == sl.Core {
+				st := stalls[i]
+				sl.TopStall = &st
+				break
+			}
+		}
+	}
 	if len(stalls) > 5 {
 		stalls = stalls[:5]
 	}
@@ -723,6 +762,19 @@ func (r *Report) WriteSummary(w io.Writer) {
 	line("DMA", "%s in %d transfers, %.1f GB/s; engines active %.1f%%; DMA-compute overlap %.1f%%",
 		HumanBytes(r.DMA.Bytes), r.DMA.Transfers, r.DMA.BandwidthGBps, r.DMA.ActivePct, r.DMAComputeOverlapPc)
 	line("HBM", "read %s, written %s", HumanBytes(r.HBM.ReadBytes), HumanBytes(r.HBM.WriteBytes))
+	if sl := r.Slowest; sl != nil {
+		var busy []string
+		for _, e := range isa.AllEngines() {
+			if b, ok := sl.BusyPct[e.String()]; ok {
+				busy = append(busy, fmt.Sprintf("%s %.1f%%", e, b))
+			}
+		}
+		stall := ""
+		if st := sl.TopStall; st != nil {
+			stall = fmt.Sprintf("; waits most: %s %s %s", st.Engine, st.Cause, clock.Time(st.TimeS*1e15+0.5))
+		}
+		line("slowest core", "chip %d core %d, done at %s: busy %s%s", sl.Chip, sl.Core, clock.Time(sl.EndS*1e15+0.5), strings.Join(busy, "  "), stall)
+	}
 	if c := r.Comm; c != nil {
 		line("communication", "collectives in flight %s, %s of it exposed (no compute engine busy): %.1f%% of the run",
 			clock.Time(c.TimeS*1e15+0.5), clock.Time(c.ExposedS*1e15+0.5), c.ExposedPct)

@@ -128,6 +128,7 @@ var (
 	fp32 = isa.FP32
 	fp16 = isa.FP16
 	fp8  = isa.FP8E4
+	int8 = isa.INT8
 )
 
 // Builders shared by the generations.
@@ -262,6 +263,14 @@ func ncV2Rows() []formula {
 		{"vector tensor_copy bf16 sbuf", unary(vec, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(bf16)), 0, maxII, "vector.tensor_copy.default"},
 		{"vector tensor_copy bf16 from psum", unary(vec, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), ps(bf16)), 0, maxII, "vector.tensor_copy.default"},
 		{"scalar tensor_copy bf16", unary(scal, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(bf16)), 0, maxII, "scalar.tensor_copy.default"},
+		// The dequantisation of quantised weights: int8 (or FP8) to BF16
+		// through FP32, at the copy's rate (S9, S8).
+		{"vector tensor_copy int8 to bf16", unary(vec, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(int8)), 0, maxII, "vector.tensor_copy.from_int8"},
+		{"scalar tensor_copy int8 to bf16", unary(scal, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(int8)), 0, maxII, "scalar.tensor_copy.from_int8"},
+		{"gpsimd tensor_copy int8 to bf16", unary(gps, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(int8)), 0, maxII, "gpsimd.tensor_copy.from_int8"},
+		{"activation copy int8 to bf16", unary(scal, isa.OpActivation, isa.Attrs{Func: isa.ActCopy, Scale: 1}, sb(bf16), sb(int8)), 0, maxII, "scalar.activation.from_int8"},
+		{"activation copy fp8 to bf16", unary(scal, isa.OpActivation, isa.Attrs{Func: isa.ActCopy, Scale: 1}, sb(bf16), sb(fp8)), 0, maxII, "scalar.activation.default"},
+		{"gpsimd tensor_copy fp8 to bf16", unary(gps, isa.OpTensorCopy, isa.Attrs{}, sb(bf16), sb(fp8)), 0, maxII, "gpsimd.tensor_copy.default"},
 		// memset: max(MIN_II, N/2) for zero in BF16/FP16, otherwise
 		// max(MIN_II, N).
 		{"memset zero bf16", nullary(vec, isa.OpMemset, isa.Attrs{}, sb(bf16)), 0, maxIIHalf, "vector.memset.zero_half"},
@@ -379,6 +388,8 @@ func ncV4Changes() map[string]change {
 		"scalar tensor_copy bf16": {maxIIHalf, "scalar.tensor_copy.half"},
 		"activation":              {maxIIHalf, "scalar.activation.half"},
 		"activation accumulate":   {func(n int64) int64 { return max(minII, ceilDiv(n, 2)) + minII }, "scalar.activation.half_accumulate"},
+		// FP8 is among ScalarE's 256-per-cycle dtypes; int8 is not.
+		"activation copy fp8 to bf16": {maxIIHalf, "scalar.activation.from_fp8"},
 	}
 }
 

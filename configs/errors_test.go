@@ -718,7 +718,7 @@ func TestLoadErrorsCostOverrides(t *testing.T) {
 			"    vector:",
 			"      tensor_copy:",
 			"        turbo: {when: [bf16], interval: \"N/8\"}",
-		), nil, "test.yaml:6:16: hardware.costs.vector.tensor_copy.turbo.when[0]: unknown condition \"bf16\" (conditions: accumulate, add_max, fp32, fp8, half, hbm, large_stride, mixed_in, n_even, perf2, perf4, psum_in, psum_out, sbuf_only, simple_alu, sub_mul, unit_stride, zero)"},
+		), nil, "test.yaml:6:16: hardware.costs.vector.tensor_copy.turbo.when[0]: unknown condition \"bf16\" (conditions: accumulate, add_max, fp32, fp8, half, hbm, int8, large_stride, mixed_in, n_even, perf2, perf4, psum_in, psum_out, sbuf_only, simple_alu, sub_mul, unit_stride, zero)"},
 		{"bad expression", costs(
 			"    vector:",
 			"      tensor_copy:",

@@ -69,6 +69,7 @@ const (
 	FlagPerf2                          // FP8 double-row mode
 	FlagPerf4                          // MX quad mode
 	FlagHBM                            // DMA touches HBM
+	FlagInt8                           // main input is an 8-bit integer (int8, uint8)
 	numFlags
 )
 
@@ -78,7 +79,7 @@ var flagNames = map[string]uint32{
 	"simple_alu": FlagSimpleALU, "add_max": FlagAddMax, "sub_mul": FlagSubMul,
 	"n_even": FlagNEven, "zero": FlagZero, "accumulate": FlagAccumulate,
 	"psum_out": FlagPSUMOut, "large_stride": FlagLargeStride, "perf2": FlagPerf2,
-	"perf4": FlagPerf4, "hbm": FlagHBM,
+	"perf4": FlagPerf4, "hbm": FlagHBM, "int8": FlagInt8,
 }
 
 // FlagNames lists the condition flags a cost variant may name.
@@ -256,6 +257,8 @@ func (m *CostModel) Flags(in *Instruction) uint32 {
 			f |= FlagFP32
 		case main.DType.IsFP8():
 			f |= FlagFP8
+		case main.DType == INT8 || main.DType == UINT8:
+			f |= FlagInt8
 		}
 		if main.FreeSize()%2 == 0 {
 			f |= FlagNEven

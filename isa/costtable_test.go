@@ -74,10 +74,10 @@ func TestCompileErrors(t *testing.T) {
 		}, "costs.scalar.multiply_moving: multiply_moving does not run on scalar"},
 		{"unknown condition", func(t *CostTable) {
 			t.Rules = append(t.Rules, rule("vector", "tensor_copy", CostVariant{Name: "fast", When: []string{"bf16"}, Interval: "N", Tag: "C"}, dflt))
-		}, `costs.vector.tensor_copy.fast.when: unknown condition "bf16" (conditions: accumulate, add_max, fp32, fp8, half, hbm, large_stride, mixed_in, n_even, perf2, perf4, psum_in, psum_out, sbuf_only, simple_alu, sub_mul, unit_stride, zero)`},
+		}, `costs.vector.tensor_copy.fast.when: unknown condition "bf16" (conditions: accumulate, add_max, fp32, fp8, half, hbm, int8, large_stride, mixed_in, n_even, perf2, perf4, psum_in, psum_out, sbuf_only, simple_alu, sub_mul, unit_stride, zero)`},
 		{"unknown negated condition", func(t *CostTable) {
 			t.Rules = append(t.Rules, rule("vector", "tensor_copy", CostVariant{Name: "fast", When: []string{"!fast"}, Interval: "N", Tag: "C"}, dflt))
-		}, `costs.vector.tensor_copy.fast.when: unknown condition "!fast" (conditions: accumulate, add_max, fp32, fp8, half, hbm, large_stride, mixed_in, n_even, perf2, perf4, psum_in, psum_out, sbuf_only, simple_alu, sub_mul, unit_stride, zero)`},
+		}, `costs.vector.tensor_copy.fast.when: unknown condition "!fast" (conditions: accumulate, add_max, fp32, fp8, half, hbm, int8, large_stride, mixed_in, n_even, perf2, perf4, psum_in, psum_out, sbuf_only, simple_alu, sub_mul, unit_stride, zero)`},
 		{"bad interval", func(t *CostTable) {
 			t.Rules = append(t.Rules, rule("vector", "tensor_copy", CostVariant{Name: "default", Interval: "max(N", Tag: "C"}))
 		}, `costs.vector.tensor_copy.default.interval: expression "max(N", column 6: expected "," or ")" in call to max, got "end of expression"`},
@@ -163,6 +163,8 @@ func TestFlags(t *testing.T) {
 			FlagFP32 | FlagSBUFOnly | FlagNEven},
 		{"hbm stride is not an on-chip stride", Instruction{Body: &Body{Op: OpDMACopy, Engine: EngineSync, Outs: []Operand{sb(FP32, 4)}, Ins: []Operand{testOperand(t, MemHBM, FP32, 128, 4, 8)}, Attrs: Attrs{Value: 1}}},
 			FlagFP32 | FlagNEven | FlagHBM},
+		{"int8 to bf16", Instruction{Body: &Body{Op: OpTensorCopy, Engine: EngineGpSimd, Outs: []Operand{sb(BF16, 4)}, Ins: []Operand{sb(INT8, 4)}, Attrs: Attrs{Value: 1}}},
+			FlagInt8 | FlagSBUFOnly | FlagUnitStride | FlagNEven},
 		{"memset zero", Instruction{Body: &Body{Op: OpMemset, Engine: EngineVector, Outs: []Operand{sb(BF16, 5)}}},
 			FlagHalf | FlagSBUFOnly | FlagUnitStride | FlagZero},
 		{"no operands", Instruction{Body: &Body{Op: OpNop, Engine: EngineSync, Attrs: Attrs{Value: 1}}},

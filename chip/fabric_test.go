@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/isa/asm"
 )
 
 // A barrier between cores of two chips costs the link's latency: the
@@ -115,4 +117,42 @@ sync dma_copy Y, X queue=0 acc=add
 	const b = 128 * 512 * 4
 	assert.Equal(t, int64(2*b), res.Chips[0].HBMReadBytes)
 	assert.Equal(t, int64(b), res.Chips[0].HBMWriteBytes)
+}
+
+// Between nodes a transfer runs at the chips' EFA bandwidth and pays its
+// latency; a custom topology routes over its own links.
+func TestEFAAndCustomTopologies(t *testing.T) {
+	const bytes = 128 * 32768 * 2 // 8 MiB
+	xfer := func(dstChip int) string {
+		return fmt.Sprintf(`.version 1
+.buffer X hbm bf16 [128, 32768] chip=0
+.buffer Y hbm bf16 [128, 32768] chip=%d
+.core 0 0
+sync dma_copy Y, X queue=0
+`, dstChip)
+	}
+	run := func(src string, sets ...string) *Result {
+		cfg, err := configs.LoadBytes([]byte("hardware: {instance: trn2.48xlarge, nodes: 2}\nworkload: {kind: gemm, gemm: {m: 128, k: 128, n: 128}}\n"), "test.yaml", configs.LoadOptions{Sets: sets})
+		require.NoError(t, err)
+		require.Equal(t, 32, cfg.Hardware.Chips)
+		prog, err := asm.Parse(src, "test.asm", asm.Options{PSUMBankBytes: cfg.Hardware.Limits().PSUMBankBytes()})
+		require.NoError(t, err)
+		res, err := Run(cfg, prog, Options{})
+		require.NoError(t, err)
+		return res
+	}
+	inNode := run(xfer(1))
+	across := run(xfer(16))
+	efa := clock.FromNanoseconds(bytes / 25.0)
+	assert.InEpsilon(t, float64(efa), float64(across.SimTime), 0.05, "one chip's EFA at 25 GB/s: %v", across.SimTime)
+	assert.Less(t, inNode.SimTime, across.SimTime/5)
+	slowNet := run(xfer(16), "hardware.efa.latency_ns=50000")
+	assert.InDelta(t, float64(clock.FromNanoseconds(40000)), float64(slowNet.SimTime-across.SimTime), float64(clock.FromNanoseconds(50)))
+
+	// A line of three chips: 0 to 2 takes both links.
+	line, err := runAsm(t, "trn2", xfer(2), "hardware.chips=3", "hardware.topology.kind=custom",
+		"hardware.topology.links=[{a: 0, b: 1}, {a: 1, b: 2, bandwidth_gbps: 40}]", "hardware.chip.links.link_bandwidth_gbps=80")
+	require.NoError(t, err)
+	require.Len(t, line.Links, 2)
+	assert.InEpsilon(t, float64(clock.FromNanoseconds(bytes/40.0)), float64(line.SimTime), 0.05, "the slower link binds")
 }

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/isa"
@@ -119,12 +120,9 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	wdt, _ := isa.ParseDType(m.WeightsDType)
-	if wdt == isa.INT8 {
-		return nil, nil, cfg.FieldError("workload.model.weights_dtype", "int8 weights are not lowered yet (bf16 is, and fp8e4 on hardware with FP8 double-row matmuls)")
-	}
-	if wdt.IsFP8() && !cfg.Hardware.Core.Tensor.FP8DoubleRow {
-		return nil, nil, cfg.FieldError("workload.model.weights_dtype", "%s weights run in FP8 double-row matmuls, which %s does not have; dequantising them to bf16 is not lowered yet", m.WeightsDType, cfg.Hardware.Name)
+	wdt, ok := isa.ParseDType(m.WeightsDType)
+	if !ok || !slices.Contains(weightDTypes, wdt) {
+		return nil, nil, cfg.FieldError("workload.model.weights_dtype", "%s weights are not lowered (bf16, int8 and fp8e4 are)", m.WeightsDType)
 	}
 	if m.Layers > c.Layers {
 		return nil, nil, cfg.FieldError("workload.model.layers", "%d is more than the model's %d layers", m.Layers, c.Layers)
@@ -340,5 +338,6 @@ func modelInfo(cfg *configs.RunConfig, c *zoo.Config, g *graph.Graph, pass nn.Pa
 	}
 	mi.FullWeightBytes = total * int64(isa.BF16.Bytes())
 	mi.FullKVCacheBytes = perLayerKV * c.Layers
+	quantFootprint(mi, cfg, c, g)
 	return mi, nil
 }

@@ -11,6 +11,9 @@ import (
 // simulator's own cost table, and the whole, in nanoseconds.
 type Estimate struct {
 	TensorNs, VectorNs, ScalarNs, DMANs float64
+	// GpSimdNs is GpSimd's share of the dequantisation of quantised
+	// weights (GEMM.Dequant); zero otherwise.
+	GpSimdNs float64
 	// FillNs is the time before the first multiply (the first blocks'
 	// loads); DrainNs after the last (its evacuation and the last store);
 	// StallNs the waits for single-buffered results to be stored.
@@ -52,11 +55,19 @@ type estimator struct {
 	bw         float64 // DMA bytes per ns
 	descNs     float64 // one descriptor's cost, spread over the DMA engines
 	steps      []step  // reused by estimate
+	// deq memoises the dequantisation instruction's cost by engine, rows
+	// and columns (quantised weights only).
+	deq map[deqShape]float64
+	// vgShared: VectorE and GpSimd take turns on one SBUF port
+	// (NeuronCore-v2, S1; the simulator's
+	// hardware.core.ports.vector_gpsimd_share_sbuf, which the target does
+	// not carry: the generation stands for it), so their loads add up.
+	vgShared bool
 }
 
 // newEstimator costs every tile shape once with the target's cost table.
 func newEstimator(tg *sched.Target, g GEMM, tn int64, accDT isa.DType) *estimator {
-	e := &estimator{tg: tg, g: g, tn: tn, rm: g.M % 128, rn: g.N % tn, rk: g.K % 128}
+	e := &estimator{tg: tg, g: g, tn: tn, rm: g.M % 128, rn: g.N % tn, rk: g.K % 128, vgShared: tg.Limits.Generation == 2}
 	var env isa.CostEnv
 	cost := func(op isa.Opcode, eng isa.Engine, perf uint8, ns int64, outs, ins []isa.Operand) float64 {
 		body := &isa.Body{Op: op, Engine: eng, Outs: outs, Ins: ins, Attrs: isa.Attrs{PerfMode: perf}}
@@ -160,6 +171,13 @@ type step struct {
 	storeNs float64
 	trCopy  float64
 	descs   float64
+	// deq is the step's dequantisation of its B block (quantised weights),
+	// in ns, if it all ran on each engine (see dequantBlock).
+	deq [numDeq]float64
+	// scale is the step's share of its result block's multiply by the
+	// per-channel scales on VectorE (quantised weights, unless the
+	// evacuations apply them).
+	scale float64
 }
 
 // pieces splits n into pieces of size: the count of full pieces and the
@@ -218,15 +236,19 @@ func (e *estimator) block(ms, ns, ks int64, doubleRow bool, res int) blockWork {
 }
 
 // estimateEvacs returns the plan's analytic time for each evacuation
-// choice in evacs (into out), step by step: a step is one
+// choice in evacs and, for quantised weights, each dequantisation engine
+// in deqs (nil: the plan's), into out[evac*len(deqs)+deq], step by step:
+// a step is one
 // K block of one result block, and its time is the slowest of its
 // multiplies (TensorE), its evacuations (VectorE or ScalarE) and its loads
 // (the DMA engines: its bytes at their rate, and, with NBuf input buffers,
 // NBuf-1 loads in flight to hide each one's latency). Added to that: the
 // fill before the first multiply, the drain after the last, and the waits
 // of a single result buffer for its store. Every instruction is costed by
-// the simulator's own cost table.
-func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimate) {
+// the simulator's own cost table. A quantised B block's conversion is
+// the work of the engine (or engines) that dequantise it, in the step that
+// loads the block.
+func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []DequantEngine, out []Estimate) {
 	g := p.G
 	res := 0
 	if g.K > p.BK {
@@ -237,6 +259,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 	// A store that casts the result block to C's dtype moves the larger
 	// side's bytes through the DMA engines.
 	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
+	wb := float64(g.BDType().Bytes()) // B's bytes per element in HBM
 	lat := e.tg.DMAStartNs + e.tg.DMACompletionNs
 	transposeEff := 1.0
 	if eff := e.tg.DMATransposeEfficiency; g.AMK && p.Transpose == TransposeDMA && eff > 0 {
@@ -267,14 +290,28 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 				// of the result block's store, with their descriptors (one
 				// per contiguous row piece).
 				aBytes := float64(ks*ms) * eb / transposeEff
-				bBytes := float64(ks*ns) * eb
+				bBytes := float64(ks*ns) * wb
 				st.bytes = aBytes + bBytes + float64(ms*ns)*outB/float64(nBK)
 				aDescs := e.descs(ks, ms, eb)
 				if g.AMK {
 					aDescs = e.descs(ms, ks, eb)
 				}
-				bDescs := e.descs(ks, ns, eb)
+				bDescs := e.descs(ks, ns, wb)
 				st.descs = aDescs + bDescs + e.descs(ms, ns, outB)/float64(nBK)
+				if g.Dequant {
+					// The B block's conversion, and this step's share of its N
+					// block's scales (loaded once per N block).
+					st.deq = e.dequantBlock(ks, ns)
+					// The last K block of a result block multiplies it by the
+					// scales (a class of kfull steps: a kfull-th each).
+					switch {
+					case ki == 2 || (ki == 1 && klast == 0) || (ki == 0 && kfull == 0 && klast == 0):
+						st.scale = e.scaleBlock(ms, ns, p.ResultDType()) / float64(kb[1])
+					}
+					share := float64(ceilDiv(g.M, p.BM) * nBK)
+					st.bytes += float64(p.scaleRows()*ns) * float64(g.Out.Bytes()) / share
+					st.descs += float64(p.scaleRows()) / share
+				}
 				st.storeNs = (float64(ms*ns)*outB/e.bw + e.descs(ms, ns, outB)*e.descNs) / float64(nBK)
 				if tensorT {
 					mf, ml := pieces(ms, 128)
@@ -292,6 +329,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 					light := st
 					light.bytes -= bBytes
 					light.descs -= bDescs
+					light.deq = [numDeq]float64{}
 					light.count = st.count * float64(nBM-1) / float64(nBM)
 					st.count -= light.count
 					steps = append(steps, light)
@@ -300,21 +338,28 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 			}
 		}
 	}
+	if len(deqs) == 0 {
+		deqs = []DequantEngine{p.Dequantize}
+	}
 	for oi, ev := range evacs {
-		var est Estimate
+		var base Estimate
 		// Engine totals; with evacuate auto the copies balance VectorE and
 		// ScalarE (the scheduler sends each to whichever finishes it first).
 		var copiesV, copiesS, adds float64
+		var deqTotal [numDeq]float64 // the dequantisation, all on one engine
 		for i := range steps {
 			st := &steps[i]
-			est.TensorNs += st.count * (st.w.pe + st.trPE)
+			base.TensorNs += st.count * (st.w.pe + st.trPE)
 			if st.first {
 				copiesV += st.count * st.w.copyV
 				copiesS += st.count * st.w.copyS
 			} else {
 				adds += st.count * st.w.add
 			}
-			est.DMANs += st.count * (st.bytes/e.bw + st.descs*e.descNs)
+			base.DMANs += st.count * (st.bytes/e.bw + st.descs*e.descNs)
+			for j := range deqTotal {
+				deqTotal[j] += st.count * st.deq[j]
+			}
 		}
 		fV, fS := 1.0, 0.0 // shares of the copies on VectorE and ScalarE
 		switch ev {
@@ -333,80 +378,121 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, out []Estimat
 		for i := range steps {
 			trCopies += steps[i].count * steps[i].trCopy
 		}
-		est.VectorNs = adds + fV*copiesV + trCopies
-		est.ScalarNs = fS * copiesS
-		// The steps, each as slow as its slowest stage.
-		var stepsNs, firstKB float64 // firstKB: TensorE's run-ahead
-		for i := range steps {
-			st := &steps[i]
-			c := st.w.pe + st.trPE
-			ev := st.w.add + st.trCopy
-			var sc float64
-			if st.first {
-				ev, sc = fV*st.w.copyV+st.trCopy, fS*st.w.copyS
+		base.VectorNs = adds + fV*copiesV + trCopies
+		base.ScalarNs = fS * copiesS
+		for di, dq := range deqs {
+			est := base
+			fold := p.G.K <= p.BK && ev == EvacVector // the evacuations apply the scales
+			if g.Dequant && !fold {
+				for i := range steps {
+					est.VectorNs += steps[i].count * steps[i].scale
+				}
 			}
-			load := st.bytes/e.bw + st.descs*e.descNs
-			in := load - st.storeNs // the input blocks' loads
-			var t float64
-			if p.NBuf <= 1 {
-				// Single-buffered inputs: loads and multiplies take turns.
-				t = max(c+load+lat, ev, sc)
-			} else {
-				t = fmax(fmax(c, ev), fmax(fmax(sc, load), (in+lat)/float64(p.NBuf-1)))
+			if g.Dequant {
+				l := dq.spread([3]float64{est.VectorNs, est.ScalarNs, 0}, deqTotal)
+				est.VectorNs, est.ScalarNs, est.GpSimdNs = l[0], l[1], l[2]
 			}
-			stepsNs += st.count * t
-			if i == 0 {
-				// How far TensorE runs ahead of a stalled evacuation: the
-				// PSUM accumulation groups it can fill meanwhile.
-				mTiles := float64(ceilDiv(st.ms, 128))
-				firstKB = c * min(1, float64(p.Groups)/mTiles)
+			// The steps, each as slow as its slowest stage.
+			var stepsNs, firstKB float64 // firstKB: TensorE's run-ahead
+			for i := range steps {
+				st := &steps[i]
+				c := st.w.pe + st.trPE
+				ev := st.w.add + st.trCopy
+				var sc, gp float64
+				if st.first {
+					ev, sc = fV*st.w.copyV+st.trCopy, fS*st.w.copyS
+				}
+				var conv float64 // a single buffer's wait for the conversion
+				if g.Dequant && !fold {
+					ev += st.scale
+				}
+				if g.Dequant {
+					l := dq.spread([3]float64{ev, sc, 0}, st.deq)
+					conv = max(l[0]-ev, l[1]-sc, l[2])
+					ev, sc, gp = l[0], l[1], l[2]
+				}
+				load := st.bytes/e.bw + st.descs*e.descNs
+				in := load - st.storeNs // the input blocks' loads
+				var t float64
+				if e.vgShared {
+					ev, gp = ev+gp, 0
+				}
+				if p.NBuf <= 1 {
+					// Single-buffered inputs: loads, conversions and multiplies
+					// take turns.
+					t = max(c+load+lat+conv, ev, sc, gp)
+				} else {
+					t = fmax(fmax(fmax(c, ev), gp), fmax(fmax(sc, load), (in+lat)/float64(p.NBuf-1)))
+				}
+				stepsNs += st.count * t
+				if i == 0 {
+					// How far TensorE runs ahead of a stalled evacuation: the
+					// PSUM accumulation groups it can fill meanwhile.
+					mTiles := float64(ceilDiv(st.ms, 128))
+					firstKB = c * min(1, float64(p.Groups)/mTiles)
+				}
 			}
-		}
-		bm, bn := min(p.BM, g.M), min(p.BN, g.N)
-		est.FillNs = float64(kFirst*(bm+bn))*eb/e.bw + lat
-		storeNs := float64(bm*bn)*outB/e.bw + lat
-		last := steps[len(steps)-1].w
-		lastEvac := e.c.copyV[res][last.evacM][last.evacN]
-		if nBK > 1 {
-			lastEvac = e.c.add[res][last.evacM][last.evacN]
-		}
-		est.DrainNs = lastEvac + storeNs
-		if p.NRes == 1 {
-			// One result buffer: a result block's first evacuation waits for
-			// the store of the block before it in that buffer.
-			// (In nkm the result buffer holds every M block of an N block,
-			// each stored as its last K block ends: the first evacuation
-			// of the next N block waits for the first M block's store.)
-			groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM))*batch, storeNs
-			if p.Order == OrderNKM {
-				groups = float64(ceilDiv(g.N, p.BN)) * batch
+			bm, bn := min(p.BM, g.M), min(p.BN, g.N)
+			est.FillNs = (float64(kFirst*bm)*eb+float64(kFirst*bn)*wb)/e.bw + lat
+			if g.Dequant {
+				// The first K tile's conversion before the first multiply.
+				est.FillNs += dq.first(e.dequantBlock(min(kFirst, 128), bn))
 			}
-			if w := perRes - firstKB; w > 0 && groups > 1 {
-				est.StallNs = (groups - 1) * w
+			storeNs := float64(bm*bn)*outB/e.bw + lat
+			last := steps[len(steps)-1].w
+			lastEvac := e.c.copyV[res][last.evacM][last.evacN]
+			if nBK > 1 {
+				lastEvac = e.c.add[res][last.evacM][last.evacN]
 			}
-		}
-		est.StepsNs = stepsNs
-		// Engines that are all busy slow one another (a multiply waits for a
-		// load or an evacuation now and then): their loads combine as a
-		// p-norm, between the slowest one (p = inf, perfect overlap) and their
-		// sum (p = 1). ContentionNorm is fitted (docs/validation.md).
-		busy := stepsNs
-		// The norm is at most the slowest engine's load times 4^(1/p):
-		// when the steps take longer than that it cannot matter.
-		if top := max(est.TensorNs, est.VectorNs, est.ScalarNs, est.DMANs); stepsNs < top*normOf4 {
-			pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
-			pn := math.Pow(pow(est.TensorNs)+pow(est.VectorNs)+pow(est.ScalarNs)+pow(est.DMANs), 1/ContentionNorm)
-			busy = max(stepsNs, pn)
-		}
-		est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs
+			est.DrainNs = lastEvac + storeNs
+			if p.NRes == 1 {
+				// One result buffer: a result block's first evacuation waits for
+				// the store of the block before it in that buffer.
+				// (In nkm the result buffer holds every M block of an N block,
+				// each stored as its last K block ends: the first evacuation
+				// of the next N block waits for the first M block's store.)
+				groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM))*batch, storeNs
+				if p.Order == OrderNKM {
+					groups = float64(ceilDiv(g.N, p.BN)) * batch
+				}
+				if w := perRes - firstKB; w > 0 && groups > 1 {
+					est.StallNs = (groups - 1) * w
+				}
+			}
+			est.StepsNs = stepsNs
+			// Engines that are all busy slow one another (a multiply waits for a
+			// load or an evacuation now and then): their loads combine as a
+			// p-norm, between the slowest one (p = inf, perfect overlap) and their
+			// sum (p = 1). ContentionNorm is fitted (docs/validation.md).
+			busy := stepsNs
+			// The norm is at most the slowest engine's load times n^(1/p) for
+			// n loads: when the steps take longer than that it cannot matter.
+			bound := normOf4
+			if est.GpSimdNs > 0 {
+				bound = normOf5
+			}
+			vNs, gNs := est.VectorNs, est.GpSimdNs
+			if e.vgShared {
+				vNs, gNs = vNs+gNs, 0
+			}
+			if top := max(est.TensorNs, vNs, est.ScalarNs, est.DMANs, gNs); stepsNs < top*bound {
+				pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
+				pn := math.Pow(pow(est.TensorNs)+pow(vNs)+pow(est.ScalarNs)+pow(est.DMANs)+pow(gNs), 1/ContentionNorm)
+				busy = max(stepsNs, pn)
+			}
+			est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs
 
-		out[oi] = est
+			out[oi*len(deqs)+di] = est
+		}
 	}
 }
 
 // normOf4 is 4^(1/ContentionNorm), the most the p-norm of four loads can
 // exceed the largest of them by (a touch more, for rounding).
 var normOf4 = math.Pow(4, 1/ContentionNorm) * (1 + 1e-12)
+
+// normOf5 is the same for five loads (GpSimd dequantising weights).
+var normOf5 = math.Pow(5, 1/ContentionNorm) * (1 + 1e-12)
 
 // lowerBoundNs is at most the plan's estimate (TotalNs), cheap enough to
 // skip candidates with: its HBM bytes at the DMA engines' bandwidth (the
@@ -415,9 +501,10 @@ var normOf4 = math.Pow(4, 1/ContentionNorm) * (1 + 1e-12)
 func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 	g := p.G
 	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
+	wb := float64(g.BDType().Bytes())
 	lat := e.tg.DMAStartNs + e.tg.DMACompletionNs
 	bm, bn, k1 := min(p.BM, g.M), min(p.BN, g.N), min(p.BK, g.K)
-	fill := float64(k1*(bm+bn))*eb/e.bw + lat
+	fill := (float64(k1*bm)*eb+float64(k1*bn)*wb)/e.bw + lat
 	store := float64(bm*bn)*outB/e.bw + lat
 	return float64(p.dmaBytes())/e.bw + fill + store
 }
@@ -425,7 +512,7 @@ func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 // estimate returns the plan's analytic time (see estimateEvacs).
 func (p *GEMMPlan) estimate(e *estimator) Estimate {
 	var out [1]Estimate
-	p.estimateEvacs(e, []Evacuation{p.Evacuate}, out[:])
+	p.estimateEvacs(e, []Evacuation{p.Evacuate}, nil, out[:])
 	return out[0]
 }
 

@@ -23,6 +23,22 @@ type GEMM struct {
 	AMK bool
 	// Epilogue is elementwise work fused into the result's way out.
 	Epilogue Epilogue
+	// Dequant stores B quantised, in WeightDType (int8 weight-only, or an
+	// FP8 dtype where TensorE has no FP8 mode), while the matmuls run in
+	// In: B streams from HBM at WeightDType's width, each block is
+	// converted to In in SBUF (GEMMOptions.Dequantize picks the engine),
+	// and the per-output-channel scale SCALE [1, N] (in Out) multiplies
+	// the result before the epilogue (dequant.go).
+	Dequant     bool
+	WeightDType isa.DType
+}
+
+// BDType returns B's dtype in HBM.
+func (g GEMM) BDType() isa.DType {
+	if g.Dequant {
+		return g.WeightDType
+	}
+	return g.In
 }
 
 // Epilogue is what a GEMM does to each finished result block in SBUF
@@ -115,6 +131,11 @@ type GEMMOptions struct {
 	AccumulateSet   bool
 	Transpose       TransposeMode
 	Mode            MatmulMode
+	// Dequantize is the engine that converts quantised weights (GEMM.Dequant);
+	// DequantizeSet says it was given, otherwise the plan search
+	// chooses by estimated time.
+	Dequantize    DequantEngine
+	DequantizeSet bool
 	// OpID is the workload op the instructions belong to.
 	OpID int32
 }
@@ -132,7 +153,11 @@ type GEMMPlan struct {
 	Evacuate       Evacuation
 	Transpose      TransposeMode
 	// DoubleRow is set when the matmuls run in FP8 double-row mode.
-	DoubleRow          bool
+	DoubleRow bool
+	// Dequantize is the engine that converts quantised weights;
+	// weightQueue the DMA queue their loads keep to (-1: none).
+	Dequantize         DequantEngine
+	weightQueue        int
 	banksPerTile, tile int64 // PSUM banks per moving tile, and its pitch in elements
 	auto               map[string]bool
 	opID               int32
@@ -184,6 +209,9 @@ func (p *GEMMPlan) sbufBytesSat(order LoopOrder, bn, bm, bk, nres int64) int64 {
 	if p.G.AMK && p.Transpose == TransposeTensor {
 		n = add(n, mul(2, slot(mul(bk, eb)))) // A rows staged for TensorE transposes
 	}
+	if p.G.Dequant {
+		n = add(n, mul(p.NBuf, slot(mul(kt, bn, int64(p.G.WeightDType.Bytes())))), p.scaleSBUFBytes(bn)) // B as stored, the scales
+	}
 	return n
 }
 
@@ -210,6 +238,9 @@ func (p *GEMMPlan) sbufBytesSmall(order LoopOrder, bn, bm, bk, nres int64) int64
 	if p.G.AMK && p.Transpose == TransposeTensor {
 		n += 2 * slot(bk*eb)
 	}
+	if p.G.Dequant {
+		n += p.NBuf*slot(kt*bn*int64(p.G.WeightDType.Bytes())) + p.scaleSBUFBytes(bn)
+	}
 	return n
 }
 
@@ -221,14 +252,19 @@ func (p *GEMMPlan) dmaBytes() int64 {
 	if p.Order == OrderNKM {
 		bReads = 1
 	}
-	return mul(max(g.Batch, 1), add(mul(g.K, g.M, eb, ceilDiv(g.N, p.BN)), mul(g.K, g.N, eb, bReads), mul(g.M, g.N, int64(g.Out.Bytes()))))
+	return add(mul(max(g.Batch, 1), add(mul(g.K, g.M, eb, ceilDiv(g.N, p.BN)), mul(g.K, g.N, int64(g.BDType().Bytes()), bReads), mul(g.M, g.N, int64(g.Out.Bytes())))),
+		p.scaleHBMBytes())
 }
 
 // PlanGEMM resolves the lowering options, choosing the ones left at zero:
 // the largest blocks that fit SBUF while moving the fewest bytes from HBM.
 func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	lim := tg.Limits
-	p := &GEMMPlan{G: g, auto: map[string]bool{}, Evacuate: o.Evacuate, Transpose: o.Transpose, opID: o.OpID}
+	if err := checkDequant(g); err != nil {
+		return nil, err
+	}
+	p := &GEMMPlan{G: g, auto: map[string]bool{}, Evacuate: o.Evacuate, Transpose: o.Transpose, Dequantize: o.Dequantize, opID: o.OpID,
+		weightQueue: weightQueue(tg, g)}
 	if lim.ArrayRows != 128 || lim.ArrayCols != 128 || lim.Partitions < 128 {
 		return nil, optErr("array", "the GEMM tiles for a 128x128 array over 128 partitions; this hardware has %dx%d over %d", lim.ArrayRows, lim.ArrayCols, lim.Partitions)
 	}
@@ -265,7 +301,11 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	if g.AMK {
 		a = hbmTensor{"A", g.In, []int64{batch, g.M, g.K}}
 	}
-	if err := checkHBM("gemm", tg, a, hbmTensor{"B", g.In, []int64{batch, g.K, g.N}}, hbmTensor{"C", g.Out, []int64{batch, g.M, g.N}}); err != nil {
+	hbm := []hbmTensor{a, {"B", g.BDType(), []int64{batch, g.K, g.N}}, {"C", g.Out, []int64{batch, g.M, g.N}}}
+	if g.Dequant {
+		hbm = append(hbm, hbmTensor{"SCALE", g.Out, []int64{1, g.N}})
+	}
+	if err := checkHBM("gemm", tg, hbm...); err != nil {
 		return nil, err
 	}
 	bankBytes := lim.PSUMBankBytes()
@@ -415,6 +455,17 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	evacs := []Evacuation{p.Evacuate}
 	if !o.EvacuateSet {
 		evacs = []Evacuation{EvacVector, EvacAuto}
+		if g.Dequant {
+			// VectorE evacuates and applies the scales (dequant.go).
+			evacs = evacs[:1]
+		}
+	}
+	// The dequantisation engine, for quantised weights: by estimate
+	// unless given.
+	deqs := []DequantEngine{p.Dequantize}
+	if g.Dequant && !o.DequantizeSet {
+		deqs = dequantSearch
+		p.auto["dequantize"] = true
 	}
 	// The search: every combination that fits SBUF, by estimated time
 	// (the simulator's cost table; see estimate.go), ties to fewer HBM
@@ -424,7 +475,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	// minNs is the least estimate seen: a plan within tieFraction of it
 	// that better() prefers wins, without the choice drifting upwards.
 	minNs := math.Inf(1)
-	var ests [2]Estimate
+	ests := make([]Estimate, len(evacs)*len(deqs))
 	for _, acc := range accs {
 		for _, nbuf := range nbufs {
 			for _, tr := range transposes {
@@ -467,15 +518,17 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 									}
 									c.GroupBanks = (bn / p.TN) * p.banksPerTile
 									c.Groups = max(1, gb/max(c.GroupBanks, 1))
-									c.estimateEvacs(est, evacs, ests[:len(evacs)])
+									c.estimateEvacs(est, evacs, deqs, ests)
 									for ei, ev := range evacs {
-										c.Evacuate = ev
-										ns := ests[ei].TotalNs
-										if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && better(&c, best)) {
-											cc := c
-											best = &cc
+										for di, dq := range deqs {
+											c.Evacuate, c.Dequantize = ev, dq
+											ns := ests[ei*len(deqs)+di].TotalNs
+											if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && better(&c, best)) {
+												cc := c
+												best = &cc
+											}
+											minNs = min(minNs, ns)
 										}
-										minNs = min(minNs, ns)
 									}
 								}
 							}
@@ -568,6 +621,9 @@ func (p *GEMMPlan) Notes() []string {
 	if p.DoubleRow {
 		n = append(n, "matmuls in FP8 double-row mode")
 	}
+	if p.G.Dequant {
+		n = append(n, fmt.Sprintf("weights %s, dequantised to %s on %s; per-channel scales on the result", p.G.WeightDType, p.G.In, p.Dequantize))
+	}
 	return n
 }
 
@@ -593,8 +649,18 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	} else {
 		aHBM = k.Tensor("AT", g.In, Input, batch*g.K, g.M)
 	}
-	bHBM := k.Tensor("B", g.In, Input, batch*g.K, g.N)
+	bHBM := k.Tensor("B", g.BDType(), Input, batch*g.K, g.N)
 	cHBM := k.Tensor("C", g.Out, Output, batch*g.M, g.N)
+	var scaleHBM, scaleIdx *Tile
+	if g.Dequant {
+		scaleHBM = k.Tensor("SCALE", g.Out, Input, 1, g.N)
+		if p.scaleGather() {
+			// The scales reach every partition of the result by a gather
+			// of row 0 with an all-zero index, as the bias does.
+			scaleIdx = k.Root().Tile("scale_idx", isa.MemSBUF, isa.INT32, []int64{p.scaleRows(), 1}, 1)
+			k.Root().Add(&Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: []Access{scaleIdx.All()}, OpID: p.opID})
+		}
+	}
 	var rHBM *Tile
 	if g.Epilogue.HasR() {
 		rHBM = k.Tensor("R", g.Out, Input, batch*g.M, g.N)
@@ -630,18 +696,26 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	dma := func(b *Block, code isa.Opcode, dst, src Access) {
 		b.Add(&Op{Opcode: code, Any: true, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
 	}
+	// dmaOn is dma on queue q (none when q < 0).
+	dmaOn := func(b *Block, q int, dst, src Access) {
+		if q < 0 {
+			dma(b, isa.OpDMACopy, dst, src)
+			return
+		}
+		b.Add(pinQueue(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID}, q))
+	}
 	// loadRows loads rows [r0, r0+size) x cols [c0, c0+csize) of an HBM
 	// tensor into an SBUF tile [128, T, F]: full 128-row tiles in one
 	// transfer, the remainder in another.
-	loadRows := func(b *Block, dst *Tile, src *Tile, r0, size, c0, csize Expr) {
+	loadRows := func(b *Block, dst slotted, src *Tile, r0, size, c0, csize Expr, q int) {
 		full := size.Div(C(128)).MulC(128)
 		b.When(full.Gt(C(0)), func(b *Block) {
-			dma(b, isa.OpDMACopy, dst.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), csize)),
+			dmaOn(b, q, dst.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), csize)),
 				src.At(RS(r0, full), RS(c0, csize)).Rearranged(split()))
 		})
 		rem := size.Sub(full)
 		b.When(rem.Gt(C(0)), func(b *Block) {
-			dma(b, isa.OpDMACopy, dst.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), csize)),
+			dmaOn(b, q, dst.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), csize)),
 				src.At(RS(r0.Add(full), rem), RS(c0, csize)))
 		})
 	}
@@ -654,7 +728,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			k0 = kOff.Add(k0)
 		}
 		if !g.AMK {
-			loadRows(b, a, aHBM, k0, kSize(kb), m0, mSize(mb))
+			loadRows(b, slotted{t: a}, aHBM, k0, kSize(kb), m0, mSize(mb), -1)
 			return
 		}
 		if p.Transpose == TransposeDMA {
@@ -682,11 +756,68 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		})
 	}
 	loadB := func(b *Block, bt *Tile, nb, kb Expr) {
-		loadRows(b, bt, bHBM, kOff.Add(kb.MulC(p.BK)), kSize(kb), nb.MulC(p.BN), nSize(nb))
+		loadRows(b, slotted{t: bt}, bHBM, kOff.Add(kb.MulC(p.BK)), kSize(kb), nb.MulC(p.BN), nSize(nb), -1)
+	}
+	// Quantised weights: the B blocks rotate through NBuf slots of two
+	// kernel-level tiles (as stored, and converted), and each block is
+	// loaded and converted one block ahead of its multiplies: in every
+	// engine's program order the conversion of block j + 1 comes before
+	// the evacuations, epilogue and stores that wait for block j's
+	// matmuls, so whichever engines convert, they do it while TensorE
+	// multiplies. Block j is the j-th (N, K) block in loop order (nkm:
+	// nb, kb; nmk: nb, mb, kb).
+	var bwAll, bqAll *Tile
+	perNB := nBK // blocks per N block
+	if p.Order != OrderNKM {
+		perNB = nBM * nBK
+	}
+	nBlocks := nBN * perNB
+	prepare := func(b *Block, j Expr, loopVar string) {
+		nb, kb := j.Div(C(perNB)), j.Mod(C(nBK))
+		slot := j.Mod(C(p.NBuf))
+		bw, bq := slotted{bwAll, slot, true}, slotted{bqAll, slot, true}
+		loadRows(b, bw, bHBM, kb.MulC(p.BK), kSize(kb), nb.MulC(p.BN), nSize(nb), p.weightQueue)
+		b.For(loopVar, C(0), ktiles(kb), Parallel, func(b *Block, kt Expr) {
+			rows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
+			p.dequantOp(b, bq.At(R(C(0), rows), I(kt), R(C(0), nSize(nb))), bw.At(R(C(0), rows), I(kt), R(C(0), nSize(nb))), j.MulC(KT).Add(kt))
+		})
+	}
+	// weights returns block j's B block for the multiplies and what loads
+	// it: for quantised weights, loading and converting the next block
+	// (block j's was, the step before); otherwise the step's own tile and
+	// its load.
+	weights := func(b *Block, j, nb, kb Expr) (slotted, func()) {
+		if g.Dequant {
+			return slotted{bqAll, j.Mod(C(p.NBuf)), true}, func() {
+				b.When(j.Add(C(1)).Lt(C(nBlocks)), func(b *Block) { prepare(b, j.Add(C(1)), "kt_q") })
+			}
+		}
+		bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
+		return slotted{t: bt}, func() { loadB(b, bt, nb, kb) }
+	}
+	// The scales of the N block being built (quantised weights), loaded
+	// once per N block into the result's partitions.
+	// (Two slots of a kernel-level tile, by N block: a store deferred past
+	// the next N block's first multiplies still finds its block's.)
+	var scaleAll *Tile
+	scaleAt := func(nb Expr) slotted { return slotted{scaleAll, nb.Mod(C(2)), true} }
+	loadScales := func(b *Block, nb Expr) {
+		if !g.Dequant {
+			return
+		}
+		P := p.scaleRows()
+		src := scaleHBM.At(R(C(0), C(1)), RS(nb.MulC(p.BN), nSize(nb)))
+		dst := scaleAt(nb).At(R(C(0), C(P)), R(C(0), nSize(nb)))
+		if scaleIdx == nil {
+			dma(b, isa.OpDMACopy, dst, src)
+			return
+		}
+		b.Add(&Op{Opcode: isa.OpDMAGather, Engine: isa.EngineGpSimd, Outs: []Access{dst}, Ins: []Access{src, scaleIdx.All()},
+			Attrs: isa.Attrs{DGE: isa.DGENone}, DGESet: true, OpID: p.opID})
 	}
 	// compute multiplies the K block kb into the result block res (at
 	// index resIdx of its block dimension, or none) for (mb, nb).
-	compute := func(b *Block, a, bt, res *Tile, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
+	compute := func(b *Block, a *Tile, bt slotted, res slotted, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
 		b.For("mt", C(0), mtiles(mb), Parallel, func(b *Block, mt Expr) {
 			rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
 			ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, NT, p.tile}, int(p.Groups))
@@ -738,6 +869,14 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 							Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}, OpID: p.opID})
 						return
 					}
+					if p.foldScale() && nBK == 1 {
+						// The per-channel scales applied as the block leaves
+						// PSUM: a multiply costs what the copy does.
+						b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{dst},
+							Ins:   []Access{src, scaleAt(nb).At(R(C(0), rows), RS(nt.MulC(p.TN), cols))},
+							Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
+						return
+					}
 					b.Add(&Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineVector, Any: any, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
 				}
 				addOp := func(b *Block, any bool) {
@@ -755,7 +894,18 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 					if nBK == 1 {
 						copyOp(b, false, any)
 					} else {
-						b.If(first, func(b *Block) { copyOp(b, false, any) }, func(b *Block) { addOp(b, any) })
+						b.If(first, func(b *Block) { copyOp(b, false, any) }, func(b *Block) {
+							addOp(b, any)
+							if p.foldScale() {
+								// The last K block's sum scaled per tile as it
+								// is added, on VectorE right after its add.
+								b.When(kb.Eq(C(nBK-1)), func(b *Block) {
+									b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{dst},
+										Ins:   []Access{dst, scaleAt(nb).At(R(C(0), rows), RS(nt.MulC(p.TN), cols))},
+										Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
+								})
+							}
+						})
 					}
 				}
 			})
@@ -784,13 +934,25 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				Attrs: isa.Attrs{ALU0: epi.Combine}, OpID: p.opID})
 		}
 	}
-	store := func(b *Block, res *Tile, resIdx Expr, hasIdx bool, mb, nb Expr) {
+	// storeDMA stores a finished block. A deferred store (quantised
+	// weights) is triggered by ScalarE: on Sync it would hold up the
+	// weights' loads behind it until the block is done; ScalarE reaches it
+	// after the conversions emitted before it, by when it is.
+	storeDMA := func(b *Block, dst, src Access) {
+		if p.deferStores() {
+			b.Add(&Op{Opcode: isa.OpDMACopy, Engine: isa.EngineScalar, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
+			return
+		}
+		dma(b, isa.OpDMACopy, dst, src)
+	}
+	// sfx tells the names of a second copy of the store apart.
+	store := func(b *Block, res slotted, resIdx Expr, hasIdx bool, mb, nb Expr, sfx string) {
 		m0, n0 := mOff.Add(mb.MulC(p.BM)), nb.MulC(p.BN)
 		size, ncols := mSize(mb), nSize(nb)
 		full := size.Div(C(128)).MulC(128)
 		var rt *Tile
 		if epi.HasR() {
-			rt = b.Tile("r", isa.MemSBUF, g.Out, []int64{128, MT, p.BN}, 2)
+			rt = b.Tile("r"+sfx, isa.MemSBUF, g.Out, []int64{128, MT, p.BN}, 2)
 		}
 		b.When(full.Gt(C(0)), func(b *Block) {
 			var src Access
@@ -799,6 +961,19 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			} else {
 				src = res.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), ncols))
 			}
+			if g.Dequant && !p.foldScale() {
+				// The per-channel scales first, per M tile.
+				b.For("mt_s"+sfx, C(0), full.Div(C(128)), Parallel, func(b *Block, mt Expr) {
+					var blk Access
+					if hasIdx {
+						blk = res.At(R(C(0), C(128)), I(resIdx), I(mt), R(C(0), ncols))
+					} else {
+						blk = res.At(R(C(0), C(128)), I(mt), R(C(0), ncols))
+					}
+					b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{blk}, Ins: []Access{blk, scaleAt(nb).At(R(C(0), C(128)), R(C(0), ncols))},
+						Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
+				})
+			}
 			if epi.Any() {
 				var rAcc, rSrc, bAcc Access // bAcc stays empty: the bias goes per M tile below
 				if rt != nil {
@@ -806,7 +981,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				}
 				if biasSB != nil {
 					// The bias's columns of the block, the same for every M tile.
-					b.For("mt_b", C(0), full.Div(C(128)), Parallel, func(b *Block, mt Expr) {
+					b.For("mt_b"+sfx, C(0), full.Div(C(128)), Parallel, func(b *Block, mt Expr) {
 						var blk Access
 						if hasIdx {
 							blk = res.At(R(C(0), C(128)), I(resIdx), I(mt), R(C(0), ncols))
@@ -819,7 +994,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				}
 				epilogue(b, src, rAcc, rSrc, true, bAcc)
 			}
-			dma(b, isa.OpDMACopy, cHBM.At(RS(m0, full), RS(n0, ncols)).Rearranged(split()), src)
+			storeDMA(b, cHBM.At(RS(m0, full), RS(n0, ncols)).Rearranged(split()), src)
 		})
 		rem := size.Sub(full)
 		b.When(rem.Gt(C(0)), func(b *Block) {
@@ -828,6 +1003,10 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				src = res.At(R(C(0), rem), I(resIdx), I(full.Div(C(128))), R(C(0), ncols))
 			} else {
 				src = res.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), ncols))
+			}
+			if g.Dequant && !p.foldScale() {
+				b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{src}, Ins: []Access{src, scaleAt(nb).At(R(C(0), rem), R(C(0), ncols))},
+					Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
 			}
 			if epi.Any() {
 				var rAcc, rSrc, bAcc Access
@@ -839,39 +1018,75 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				}
 				epilogue(b, src, rAcc, rSrc, false, bAcc)
 			}
-			dma(b, isa.OpDMACopy, cHBM.At(RS(m0.Add(full), rem), RS(n0, ncols)), src)
+			storeDMA(b, cHBM.At(RS(m0.Add(full), rem), RS(n0, ncols)), src)
 		})
 	}
 	build := func(root *Block) {
-		if p.Order == OrderNKM {
+		if p.Order == OrderNKM && p.deferStores() {
+			// Quantised weights: an N block's results are stored after the
+			// next N block's first K block is multiplied, so in every
+			// engine's program order that block's multiplies come before the
+			// epilogue and stores of the one before (which wait for all its
+			// evacuations: a multiply emitted after them would wait for
+			// them too, through the semaphore mark they share). The result
+			// blocks rotate through NRes slots of a kernel-level tile.
+			resAll := root.Tile("res", isa.MemSBUF, resDT, []int64{128, p.NRes, nBM, MT, p.BN}, 1)
+			resOf := func(nb Expr) slotted { return slotted{resAll, nb.Mod(C(p.NRes)), true} }
+			storeAll := func(b *Block, nb Expr, sfx string) {
+				b.For("mb_s"+sfx, C(0), C(nBM), Parallel, func(b *Block, mb Expr) { store(b, resOf(nb), mb, true, mb, nb, sfx) })
+			}
 			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
-				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
+				loadScales(b, nb)
 				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
-					bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
-					loadB(b, bt, nb, kb)
+					bt, load := weights(b, nb.MulC(nBK).Add(kb), nb, kb)
+					load()
 					b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
 						a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
 						loadA(b, a, mb, kb)
-						compute(b, a, bt, res, mb, true, mb, nb, kb, mb.MulC(MT))
-						b.When(kb.Eq(C(nBK-1)), func(b *Block) { store(b, res, mb, true, mb, nb) })
+						compute(b, a, bt, resOf(nb), mb, true, mb, nb, kb, mb.MulC(MT))
+					})
+					b.When(kb.Eq(C(0)).And(nb.Gt(C(0))), func(b *Block) { storeAll(b, nb.Sub(C(1)), "") })
+				})
+			})
+			storeAll(root, C(nBN-1), "_last")
+		} else if p.Order == OrderNKM {
+			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
+				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
+				loadScales(b, nb)
+				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
+					bt, load := weights(b, nb.MulC(nBK).Add(kb), nb, kb)
+					load()
+					b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
+						a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
+						loadA(b, a, mb, kb)
+						compute(b, a, bt, slotted{t: res}, mb, true, mb, nb, kb, mb.MulC(MT))
+						b.When(kb.Eq(C(nBK-1)), func(b *Block) { store(b, slotted{t: res}, mb, true, mb, nb, "") })
 					})
 				})
 			})
 		} else {
 			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
+				loadScales(b, nb)
 				b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
 					res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, MT, p.BN}, int(p.NRes))
 					b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
 						a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
-						bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
+						bt, load := weights(b, nb.MulC(nBM).Add(mb).MulC(nBK).Add(kb), nb, kb)
 						loadA(b, a, mb, kb)
-						loadB(b, bt, nb, kb)
-						compute(b, a, bt, res, C(0), false, mb, nb, kb, mb.MulC(MT))
+						load()
+						compute(b, a, bt, slotted{t: res}, C(0), false, mb, nb, kb, mb.MulC(MT))
 					})
-					store(b, res, C(0), false, mb, nb)
+					store(b, slotted{t: res}, C(0), false, mb, nb, "")
 				})
 			})
 		}
+	}
+	if g.Dequant {
+		// (One GEMM: checkDequant refuses a batch.)
+		bwAll = root.Tile("bw", isa.MemSBUF, g.WeightDType, []int64{128, p.NBuf, KT, p.BN}, 1)
+		bqAll = root.Tile("b", isa.MemSBUF, g.In, []int64{128, p.NBuf, KT, p.BN}, 1)
+		scaleAll = root.Tile("scale", isa.MemSBUF, g.Out, []int64{p.scaleRows(), 2, p.BN}, 1)
+		prepare(root, C(0), "kt_q0")
 	}
 	if batch > 1 {
 		root.For("batch", C(0), C(batch), Parallel, func(b *Block, bi Expr) {

@@ -60,6 +60,8 @@ type lowering struct {
 	fusedInto map[*graph.Op]*graph.Op
 	// ranks is the plan's rank count (Options.Ranks).
 	ranks int
+	// quant holds the dequantised Linears' scales (quant.go).
+	quant *quantState
 }
 
 // Options are the lowering's choices.
@@ -257,11 +259,19 @@ func (l *lowering) linear(o *graph.Op) error {
 	x, w, bias := o.Inputs[0], o.Inputs[1], o.Inputs[2]
 	m, kd := rowsCols(x)
 	n := w.Shape[0]
-	a, err := l.matmulInput(x, w.DType, m, kd)
-	if err != nil {
-		return err
-	}
 	g := kernels.GEMM{M: m, K: kd, N: n, In: w.DType, Out: x.DType, AMK: true}
+	var a *tile.Tile
+	if l.dequantised(w.DType, x.DType) {
+		// Quantised weights, converted on chip (quant.go): the
+		// activations stay as they are.
+		g.In, g.Dequant, g.WeightDType = x.DType, true, w.DType
+		a = l.tensor2D(x)
+	} else {
+		var err error
+		if a, err = l.matmulInput(x, w.DType, m, kd); err != nil {
+			return err
+		}
+	}
 	out := o.Outputs[0]
 	f := l.fusions[o]
 	if f != nil {
@@ -275,8 +285,15 @@ func (l *lowering) linear(o *graph.Op) error {
 	if err != nil {
 		return err
 	}
+	bindScale := func(bind map[string]*tile.Tile) map[string]*tile.Tile {
+		if g.Dequant {
+			bind["SCALE"] = l.weightScale(w, g.Out)
+			l.noteDequant(plan)
+		}
+		return bind
+	}
 	if f != nil {
-		bind := map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": l.tensor2D(out)}
+		bind := bindScale(map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": l.tensor2D(out)})
 		if f.r != nil {
 			bind["R"] = l.tensor2D(f.r)
 		}
@@ -290,20 +307,20 @@ func (l *lowering) linear(o *graph.Op) error {
 		// The GEMM writes a temporary; the bias is added as it is copied
 		// out.
 		tmp := l.k.Tensor(l.unique(out.Name+"_nobias"), out.DType, tile.Temp, m, n)
-		if err := l.inline(k, map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": tmp}); err != nil {
+		if err := l.inline(k, bindScale(map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": tmp})); err != nil {
 			return err
 		}
 		return l.biasAdd(tmp, l.tensor2D(bias), target, m, n, out.DType)
 	}
-	return l.inline(k, map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": target})
+	return l.inline(k, bindScale(map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": target}))
 }
 
 // matmulInput is the activation x [rows, cols] as a matmul with weights
 // in wdt reads it: x itself, or, for FP8 weights, x cast to FP8 by a DMA
 // pass (per tensor, as Neuron's FP8 matmuls take both operands in FP8),
-// so TensorE runs the FP8 double-row mode. FP8 weights need that mode
-// (NeuronCore-v3; NeuronCore-v4's is not sourced); dequantising them to BF16 on NeuronCore-v2,
-// and int8 weights, are not lowered yet.
+// so TensorE runs the FP8 double-row mode (NeuronCore-v3). Elsewhere FP8
+// weights, and int8 weights everywhere, are dequantised instead
+// (quant.go) and never come here.
 func (l *lowering) matmulInput(x *graph.Tensor, wdt isa.DType, rows, cols int64) (*tile.Tile, error) {
 	if wdt == x.DType {
 		return l.tensor2D(x), nil
@@ -312,7 +329,7 @@ func (l *lowering) matmulInput(x *graph.Tensor, wdt isa.DType, rows, cols int64)
 		return nil, l.errf("weights in %s with activations in %s are not lowered yet", wdt, x.DType)
 	}
 	if !l.tg.Limits.FP8DoubleRow {
-		return nil, l.errf("%s weights run in FP8 double-row matmuls, which this hardware does not have (NeuronCore-v3); dequantising them to %s is not lowered yet", wdt, x.DType)
+		return nil, l.errf("%s weights with activations in %s are not lowered (without FP8 double-row matmuls they are dequantised, which takes bf16, fp16 or fp32 activations)", wdt, x.DType)
 	}
 	if s, ok := l.casts[x]; ok {
 		return s, nil

@@ -272,12 +272,23 @@ func (e *expander) coresLoop(l *tile.Loop) error {
 }
 
 // xfer is one transfer of a collective: triggered by group member issuer,
-// dst (+)= src.
+// dst (+)= src. lane 0 takes the issuer's kept queues in turn; lane k > 0
+// is kept queue k-1 (modulo how many are kept): transfers of one lane run
+// in the queue's order, with no wait between them.
 type xfer struct {
 	issuer   int
 	dst, src view
 	add      bool
+	lane     int
 }
+
+// The lanes of a one-step (mesh) collective: a member's reductions into
+// its piece, and what reads the piece after them, queue behind its local
+// copy on laneReduce; what it sends takes laneSend.
+const (
+	laneReduce = 1
+	laneSend   = 2
+)
 
 // addSteps turns a collective's steps into ops and phases of ph.
 func (e *expander) addSteps(ph *phased, steps []cstep) {
@@ -298,8 +309,13 @@ func (e *expander) addSteps(ph *phased, steps []cstep) {
 				continue
 			}
 			r := st.ranks[x.issuer]
-			q := e.ex.queues[qn[r]%len(e.ex.queues)]
-			qn[r]++
+			var q int
+			if x.lane > 0 {
+				q = e.ex.queues[(x.lane-1)%len(e.ex.queues)]
+			} else {
+				q = e.ex.queues[qn[r]%len(e.ex.queues)]
+				qn[r]++
+			}
 			op := &tile.Op{Opcode: isa.OpDMACopy, Engine: isa.EngineGpSimd, Outs: []tile.Access{e.access(x.dst)},
 				Ins: []tile.Access{e.access(x.src)}, QueuePinned: true, DGESet: true, OpID: st.c.OpID, Pos: st.c.Pos, ID: e.nextOp}
 			op.Attrs.Queue, op.Attrs.DGE = int16(q), isa.DGENone
@@ -506,9 +522,35 @@ func (e *expander) makeView(c *tile.Collective, a *tile.Access, v *tile.Var, r i
 	return vw, nil
 }
 
+// inside checks that an operand, where its position is known, lies in
+// its tile (the transfers of its pieces would find it otherwise, for a
+// piece).
+func (e *expander) inside(c *tile.Collective, v view) error {
+	for d, x := range v.dims {
+		st, ok := x.start.Const()
+		if !ok {
+			continue
+		}
+		sp := st + (x.n-1)*x.step + 1
+		if st < 0 || sp > v.t.Shape[d] {
+			if x.index {
+				sp = st + 1
+			}
+			return e.errAt(c, c.Pos, "dimension %d of %s: %d:%d is outside 0:%d or empty", d, v.t.Name, st, sp, v.t.Shape[d])
+		}
+	}
+	return nil
+}
+
 // scratch returns a per-rank scratch HBM tile shaped like v, on ranks.
 func (e *expander) scratch(c *tile.Collective, l *tile.Loop, v view, ranks []int) *tile.Tile {
-	t := &tile.Tile{Name: fmt.Sprintf("coll%d_scratch", e.nColl), Mem: isa.MemHBM, DType: v.t.DType, Shape: v.shape(),
+	return e.scratchTile(c, l, "scratch", v.t.DType, v.shape(), ranks)
+}
+
+// scratchTile returns a per-rank scratch HBM tile, named for the
+// collective and what, on ranks.
+func (e *expander) scratchTile(c *tile.Collective, l *tile.Loop, what string, dt isa.DType, shape []int64, ranks []int) *tile.Tile {
+	t := &tile.Tile{Name: fmt.Sprintf("coll%d_%s", e.nColl, what), Mem: isa.MemHBM, DType: dt, Shape: shape,
 		Bufs: 1, Offset: -1, Bank: -1, Scope: l, ID: e.nextTile, Pos: c.Pos}
 	e.nextTile++
 	e.ex.tiles = append(e.ex.tiles, t)
@@ -573,6 +615,11 @@ func (e *expander) collective(c *tile.Collective, l *tile.Loop, group []int) ([]
 		}
 		if ins[i], err = e.makeView(c, &c.Ins[0], v, r); err != nil {
 			return nil, err
+		}
+		for _, vw := range []view{outs[i], ins[i]} {
+			if err := e.inside(c, vw); err != nil {
+				return nil, err
+			}
 		}
 		if outs[i].overlaps(ins[i]) {
 			return nil, e.errAt(c, c.Pos, "rank %d's output and input overlap; a collective is not done in place", r)
@@ -692,6 +739,7 @@ type cbuild struct {
 	algo    string
 	in, out []view
 	scr     []view
+	stage   *tile.Tile
 	steps   []cstep
 }
 
@@ -701,9 +749,12 @@ func (b *cbuild) mod(a int) int { return ((a % b.n) + b.n) % b.n }
 func (b *cbuild) step() { b.steps = append(b.steps, cstep{c: b.c, ranks: b.group}) }
 
 // x adds a transfer to the current step.
-func (b *cbuild) x(issuer int, dst, src view, add bool) {
+func (b *cbuild) x(issuer int, dst, src view, add bool) { b.xl(issuer, dst, src, add, 0) }
+
+// xl adds a transfer on a lane to the current step.
+func (b *cbuild) xl(issuer int, dst, src view, add bool, lane int) {
 	s := &b.steps[len(b.steps)-1]
-	s.xs = append(s.xs, xfer{issuer: issuer, dst: dst, src: src, add: add})
+	s.xs = append(s.xs, xfer{issuer: issuer, dst: dst, src: src, add: add, lane: lane})
 }
 
 func (b *cbuild) pin(i, lo, hi int) view  { return b.in[i].part(b.n, lo, hi) }
@@ -724,6 +775,60 @@ func (b *cbuild) scratchOf(i int) view {
 		}
 	}
 	return b.scr[i]
+}
+
+// slot returns, on member j, the staging slot that member i writes its
+// piece j into in a one-step reduce-scatter: slot (i - j) mod n - 1 of
+// j's staging tile, a per-rank scratch HBM tile of n - 1 slots each
+// shaped like the message's largest piece (made on first use), of which
+// j's slots hold piece j's shape.
+func (b *cbuild) slot(j, i int) view {
+	if b.stage == nil {
+		var shape []int64
+		for k := 0; k < b.n; k++ {
+			ps := b.in[0].part(b.n, k, k+1).shape()
+			if shape == nil {
+				shape = ps
+				continue
+			}
+			for d := range shape {
+				shape[d] = max(shape[d], ps[d])
+			}
+		}
+		b.stage = b.e.scratchTile(b.c, b.l, "stage", b.in[0].t.DType, append([]int64{int64(b.n - 1)}, shape...), b.group)
+	}
+	v := view{t: b.stage, rank: b.group[j], dims: []vdim{{start: tile.C(int64(b.mod(i-j) - 1)), n: 1, step: 1, index: true}}}
+	for _, d := range b.in[j].part(b.n, j, j+1).dims {
+		if !d.index {
+			v.dims = append(v.dims, vdim{start: tile.C(0), n: d.n, step: 1})
+		}
+	}
+	return v
+}
+
+// meshReduceScatter is the one-step reduce-scatter of mesh: in its first
+// step member i copies its own piece i into dst(i) and writes every other
+// piece j of its input into its staging slot on member j, every transfer
+// to a place of its own, so all of them are in flight at once; in the
+// second, member j adds its slots into dst(j), in the order they were
+// sent, by transfers queued behind the copy on one queue (each waits only
+// for its slot to arrive, none for another).
+func (b *cbuild) meshReduceScatter(dst func(j int) view) {
+	n := b.n
+	b.step()
+	for i := 0; i < n; i++ {
+		b.xl(i, dst(i), b.pin(i, i, i+1), false, laneReduce)
+		for k := 1; k < n; k++ {
+			j := (i + k) % n
+			b.xl(i, b.slot(j, i), b.pin(i, j, j+1), false, laneSend)
+		}
+	}
+	b.step()
+	for j := 0; j < n; j++ {
+		for s := 1; s < n; s++ {
+			b.xl(j, dst(j), b.slot(j, b.mod(j-s)), true, laneReduce)
+		}
+	}
 }
 
 // rsAcc is where member j of a reduce-scatter accumulates pieces lo..hi-1:
@@ -789,17 +894,15 @@ func (b *cbuild) allReduce() {
 	n := b.n
 	switch b.algo {
 	case tile.AlgoMesh:
-		// One step: every rank adds its whole input into every other's
-		// output.
+		// A one-step reduce-scatter into the members' own pieces of their
+		// outputs, then a one-step all-gather: member j writes its summed
+		// piece into every other member's output, queued behind its
+		// additions (no wait for them).
+		b.meshReduceScatter(func(j int) view { return b.pout(j, j, j+1) })
 		b.step()
-		for i := 0; i < n; i++ {
-			b.x(i, b.out[i], b.in[i], false)
-		}
-		b.step()
-		for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
 			for k := 1; k < n; k++ {
-				j := (i + k) % n
-				b.x(i, b.out[j], b.in[i], true)
+				b.xl(j, b.pout((j+k)%n, j, j+1), b.pout(j, j, j+1), false, laneReduce)
 			}
 		}
 	case tile.AlgoRDH:
@@ -864,17 +967,7 @@ func (b *cbuild) reduceScatter() {
 	n := b.n
 	switch b.algo {
 	case tile.AlgoMesh:
-		b.step()
-		for i := 0; i < n; i++ {
-			b.x(i, b.out[i], b.pin(i, i, i+1), false)
-		}
-		b.step()
-		for i := 0; i < n; i++ {
-			for k := 1; k < n; k++ {
-				j := (i + k) % n
-				b.x(i, b.out[j], b.pin(i, j, j+1), true)
-			}
-		}
+		b.meshReduceScatter(func(j int) view { return b.out[j] })
 	case tile.AlgoRDH:
 		b.step()
 		for i := 0; i < n; i++ {

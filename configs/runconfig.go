@@ -116,6 +116,10 @@ type GEMMWorkload struct {
 	// Batch is the number of independent GEMMs of this shape (a batched
 	// matmul, each with its own A, B and C); 0 or 1: one.
 	Batch int64 `yaml:"batch" check:"nonneg"`
+	// WeightsDType is B's dtype in HBM when it is quantised (int8, fp8e4,
+	// fp8e5, fp8e3): B streams at that width and is dequantised to DType
+	// on chip, with per-column scales; default DType (no dequantisation).
+	WeightsDType string `yaml:"weights_dtype"`
 }
 
 // ElementwiseWorkload applies one elementwise op to a [Rows, Cols] tensor
@@ -229,6 +233,12 @@ type Lowering struct {
 	// AccumulateDType is the dtype of SBUF result blocks when K spans
 	// several blocks: fp32 (default) or, to save SBUF, bf16/fp16.
 	AccumulateDType string `yaml:"accumulate_dtype"`
+	// Dequantize is the engine that converts quantised weights
+	// (workload.gemm.weights_dtype): vector, scalar, gpsimd, alternate
+	// (ScalarE and GpSimd by turns), alternate_scalar (ScalarE two K tiles
+	// of three), or auto (the scheduler, per conversion). Empty: the plan
+	// search chooses by estimated time.
+	Dequantize string `yaml:"dequantize"`
 }
 
 // Outputs says what to write besides the summary on standard output. Paths

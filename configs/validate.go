@@ -296,6 +296,22 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 		if g.ALayout != "km" && g.ALayout != "mk" {
 			return c.errAtPath("workload.gemm.a_layout", "must be km (A stored as [K, M]) or mk (A stored as [M, K]), got %q", g.ALayout)
 		}
+		if g.WeightsDType == "" {
+			g.WeightsDType = g.DType
+		}
+		if g.WeightsDType != g.DType {
+			if !contains(quantisedDTypes, g.WeightsDType) {
+				return c.errAtPath("workload.gemm.weights_dtype", "quantised weights are %s (or dtype, %s, for none), got %q", strings.Join(quantisedDTypes, ", "), g.DType, g.WeightsDType)
+			}
+			if !contains([]string{"bf16", "fp16", "fp32"}, g.DType) {
+				return c.errAtPath("workload.gemm.weights_dtype", "quantised weights are dequantised to bf16, fp16 or fp32, not dtype %s", g.DType)
+			}
+			if g.Batch > 1 {
+				return c.errAtPath("workload.gemm.weights_dtype", "quantised weights (and their scales) take one GEMM, not a batch of %d", g.Batch)
+			}
+		} else if w.Lowering.Dequantize != "" {
+			return c.errAtPath("workload.lowering.dequantize", "converts quantised weights; set workload.gemm.weights_dtype (int8, fp8e4, ...) too")
+		}
 	case "elementwise":
 		e := w.Elementwise
 		if e.Op == "" {
@@ -372,11 +388,20 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	if l.Transpose != "" && !contains([]string{"dma", "tensor", "auto"}, l.Transpose) {
 		return c.errAtPath("workload.lowering.transpose", "must be dma, tensor or auto, got %q", l.Transpose)
 	}
+	if l.Dequantize != "" && !contains(DequantizeEngines, l.Dequantize) {
+		return c.errAtPath("workload.lowering.dequantize", "must be %s, got %q", strings.Join(DequantizeEngines, ", "), l.Dequantize)
+	}
 	if l.MatmulMode != "" && !contains([]string{"normal", "double_row", "auto"}, l.MatmulMode) {
 		return c.errAtPath("workload.lowering.matmul_mode", "must be normal, double_row or auto, got %q", l.MatmulMode)
 	}
 	return nil
 }
+
+// quantisedDTypes are the dtypes quantised GEMM weights take.
+var quantisedDTypes = []string{"int8", "fp8e4", "fp8e5", "fp8e3"}
+
+// DequantizeEngines are the values workload.lowering.dequantize takes.
+var DequantizeEngines = []string{"vector", "scalar", "gpsimd", "alternate", "alternate_scalar", "auto"}
 
 // loweringReads lists the workload.lowering fields each workload kind
 // reads (nil: every field but those listed in loweringNotRead).

@@ -161,8 +161,12 @@ func GEMMPlan(cfg *configs.RunConfig) (*kernels.GEMMPlan, error) {
 	in, _ := isa.ParseDType(g.DType)
 	out, _ := isa.ParseDType(g.OutDType)
 	kg := kernels.GEMM{M: g.M, K: g.K, N: g.N, Batch: g.Batch, In: in, Out: out, AMK: g.ALayout == "mk"}
+	if w, ok := isa.ParseDType(g.WeightsDType); ok && w != in {
+		kg.Dequant, kg.WeightDType = true, w
+	}
 	o := kernels.GEMMOptions{TileN: int64(l.TileN), BlockM: int64(l.BlockM), BlockN: int64(l.BlockN), BlockK: int64(l.BlockK),
 		Buffers: int64(l.Buffers), ResultBuffers: int64(l.ResultBuffers), PSUMBanks: int64(l.PSUMBanks), OpID: 1}
+	o.Dequantize, o.DequantizeSet = kernels.ParseDequantEngine(l.Dequantize)
 	o.EvacuateSet = l.Evacuate != ""
 	switch l.Evacuate {
 	case "scalar":
@@ -219,8 +223,12 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	eb := int64(in.Bytes())
+	eb, wb := int64(in.Bytes()), int64(plan.G.BDType().Bytes())
 	batch := max(g.Batch, 1)
+	scales := int64(0) // quantised weights' per-column scales, in C's dtype
+	if plan.G.Dequant {
+		scales = g.N * int64(out.Bytes())
+	}
 	flops := 2 * float64(batch) * float64(g.M) * float64(g.N) * float64(g.K)
 	name := cfg.Workload.Name
 	shape := []Dim{{"m", g.M}, {"k", g.K}, {"n", g.N}}
@@ -229,6 +237,9 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 	if name == "" {
 		name = fmt.Sprintf("gemm %dx%dx%d %s", g.M, g.K, g.N, in)
+		if plan.G.Dequant {
+			name += fmt.Sprintf(" (%s weights)", plan.G.WeightDType)
+		}
 		if batch > 1 {
 			name = fmt.Sprintf("bmm %dx%dx%dx%d %s", batch, g.M, g.K, g.N, in)
 		}
@@ -236,7 +247,7 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	info := &Info{Name: name, Kind: "gemm", DType: in, FLOPs: flops, CoresUsed: len(p.Cores),
 		Shape:       shape,
 		Ops:         []Op{{ID: 1, Name: "matmul", Kind: "matmul", FLOPs: flops}},
-		MinHBMBytes: batch * ((g.M*g.K+g.K*g.N)*eb + g.M*g.N*int64(out.Bytes())),
+		MinHBMBytes: batch*(g.M*g.K*eb+g.K*g.N*wb+g.M*g.N*int64(out.Bytes())) + scales,
 		Choices:     choices(plan.Choices()),
 		Notes:       plan.Notes()}
 	info.Choices = append(info.Choices, queueChoice(cfg))

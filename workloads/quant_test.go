@@ -232,3 +232,31 @@ func TestFP8WeightsDequantised(t *testing.T) {
 		})
 	}
 }
+
+// The GEMM workload takes quantised weights (workload.gemm.weights_dtype)
+// and the dequantisation engine (workload.lowering.dequantize), which the
+// plan search chooses when it is not given.
+func TestQuantisedGEMMWorkload(t *testing.T) {
+	for _, preset := range []string{"trn1", "trn2"} {
+		for _, e := range append([]string{""}, configs.DequantizeEngines...) {
+			t.Run(preset+"/"+e, func(t *testing.T) {
+				sets := []string{"hardware.preset=" + preset, "workload.gemm.m=64", "workload.gemm.k=1000", "workload.gemm.n=2100", "workload.gemm.a_layout=mk",
+					"workload.gemm.weights_dtype=int8"}
+				if e != "" {
+					sets = append(sets, "workload.lowering.dequantize="+e)
+				}
+				cfg := gemmConfig(t, sets...)
+				res, info := simulate(t, cfg)
+				assert.Equal(t, "gemm 64x1000x2100 bf16 (int8 weights)", info.Name)
+				note := strings.Join(info.Notes, "\n")
+				assert.Contains(t, note, "weights int8, dequantised to bf16 on ")
+				if e != "" {
+					assert.Contains(t, note, "dequantised to bf16 on "+e+";")
+				}
+				assert.InDelta(t, info.FLOPs, res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, 1)
+				assert.Equal(t, int64(64*1000*2+1000*2100+2100*2+64*2100*2), info.MinHBMBytes, "A, B at a byte, the scales, C")
+				assert.GreaterOrEqual(t, res.Chips[0].HBMReadBytes+res.Chips[0].HBMWriteBytes, info.MinHBMBytes)
+			})
+		}
+	}
+}

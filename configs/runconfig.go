@@ -89,8 +89,9 @@ type ModelWorkload struct {
 	// Layers, if set, simulates the first Layers layers only (plus the
 	// embedding and the head).
 	Layers int64 `yaml:"layers" check:"nonneg"`
-	// WeightsDType is the matmul weights' dtype: bf16 (fp8e4 and int8
-	// come with quantised lowering).
+	// WeightsDType is the matmul weights' dtype: bf16, int8 (weight-only,
+	// dequantised on chip) or fp8e4 (FP8 double-row matmuls where TensorE
+	// has them, dequantised elsewhere).
 	WeightsDType string `yaml:"weights_dtype"`
 	// Exact simulates every layer; by default identical layers reuse the
 	// timing of the last one simulated (two are).

@@ -105,6 +105,8 @@ type expander struct {
 	nextOp, nextTile int
 	nColl            int
 	consts           map[int64]tile.Expr
+	// scratchTiles are the scratch tiles made, by name.
+	scratchTiles map[string]*tile.Tile
 }
 
 // expand expands every collective of k and finds the lockstep loops.
@@ -173,6 +175,7 @@ func expand(k *tile.Kernel, tg *Target, opts Options) (*expansion, error) {
 				if err != nil {
 					return err
 				}
+				e.nColl++
 				e.addSteps(ph, steps)
 				ex.colls[s] = ph
 				for _, r := range s.Group {
@@ -261,11 +264,27 @@ func (e *expander) coresLoop(l *tile.Loop) error {
 					r, l.Var.Name, ph.ranks[0], ph.ranks[len(ph.ranks)-1])
 			}
 		}
-		steps, err := e.collective(c, l, group)
-		if err != nil {
-			return err
+		groups := [][]int{group}
+		if c.GroupSize > 0 {
+			if len(ph.ranks)%c.GroupSize != 0 {
+				return e.errAt(c, c.GroupSizePos(), "group_size=%d does not divide the %d ranks of the cores loop over %s (ranks %d to %d)",
+					c.GroupSize, len(ph.ranks), l.Var.Name, ph.ranks[0], ph.ranks[len(ph.ranks)-1])
+			}
+			groups = nil
+			for g := 0; g < len(ph.ranks); g += c.GroupSize {
+				groups = append(groups, ph.ranks[g:g+c.GroupSize])
+			}
 		}
-		e.addSteps(ph, steps)
+		var all [][]cstep
+		for _, g := range groups {
+			steps, err := e.collective(c, l, g)
+			if err != nil {
+				return err
+			}
+			all = append(all, steps)
+		}
+		e.nColl++
+		e.addSteps(ph, all...)
 	}
 	e.ex.loops[l] = ph
 	return nil
@@ -290,49 +309,70 @@ const (
 	laneSend   = 2
 )
 
-// addSteps turns a collective's steps into ops and phases of ph.
-func (e *expander) addSteps(ph *phased, steps []cstep) {
+// addSteps turns a collective's steps into ops and phases of ph: one
+// list of steps per group of ranks (group_size=), step k of every group
+// in one phase.
+func (e *expander) addSteps(ph *phased, groups ...[]cstep) {
 	idx := map[int]int{}
 	for i, r := range ph.ranks {
 		idx[r] = i
 	}
 	qn := map[int]int{}
 	what := map[*tile.Collective]string{}
-	for _, st := range steps {
-		if _, ok := what[st.c]; !ok {
-			what[st.c] = tile.FormatCollective(st.c)
-		}
+	nSteps := 0
+	for _, g := range groups {
+		nSteps = max(nSteps, len(g))
+	}
+	for k := 0; k < nSteps; k++ {
 		p := phase{per: make([][]tile.Stmt, len(ph.ranks))}
 		any := false
-		for _, x := range st.xs {
-			if x.dst.elems() == 0 || x.src.elems() == 0 {
+		for _, g := range groups {
+			if k >= len(g) {
 				continue
 			}
-			r := st.ranks[x.issuer]
-			var q int
-			if x.lane > 0 {
-				q = e.ex.queues[(x.lane-1)%len(e.ex.queues)]
-			} else {
-				q = e.ex.queues[qn[r]%len(e.ex.queues)]
-				qn[r]++
+			if e.stepOps(&g[k], &p, idx, qn, what) {
+				any = true
 			}
-			op := &tile.Op{Opcode: isa.OpDMACopy, Engine: isa.EngineGpSimd, Outs: []tile.Access{e.access(x.dst)},
-				Ins: []tile.Access{e.access(x.src)}, QueuePinned: true, DGESet: true, OpID: st.c.OpID, Pos: st.c.Pos, ID: e.nextOp}
-			op.Attrs.Queue, op.Attrs.DGE = int16(q), isa.DGENone
-			if x.add {
-				op.Attrs.Accumulate = isa.ALUAdd
-			}
-			e.nextOp++
-			e.ex.ops = append(e.ex.ops, op)
-			e.ex.what[op] = synth{issuer: r, what: what[st.c]}
-			i := idx[r]
-			p.per[i] = append(p.per[i], op)
-			any = true
 		}
 		if any {
 			ph.phases = append(ph.phases, p)
 		}
 	}
+}
+
+// stepOps adds the ops of one step to phase p, reporting whether it had
+// any.
+func (e *expander) stepOps(st *cstep, p *phase, idx, qn map[int]int, what map[*tile.Collective]string) bool {
+	if _, ok := what[st.c]; !ok {
+		what[st.c] = tile.FormatCollective(st.c)
+	}
+	any := false
+	for _, x := range st.xs {
+		if x.dst.elems() == 0 || x.src.elems() == 0 {
+			continue
+		}
+		r := st.ranks[x.issuer]
+		var q int
+		if x.lane > 0 {
+			q = e.ex.queues[(x.lane-1)%len(e.ex.queues)]
+		} else {
+			q = e.ex.queues[qn[r]%len(e.ex.queues)]
+			qn[r]++
+		}
+		op := &tile.Op{Opcode: isa.OpDMACopy, Engine: isa.EngineGpSimd, Outs: []tile.Access{e.access(x.dst)},
+			Ins: []tile.Access{e.access(x.src)}, QueuePinned: true, DGESet: true, OpID: st.c.OpID, Pos: st.c.Pos, ID: e.nextOp}
+		op.Attrs.Queue, op.Attrs.DGE = int16(q), isa.DGENone
+		if x.add {
+			op.Attrs.Accumulate = isa.ALUAdd
+		}
+		e.nextOp++
+		e.ex.ops = append(e.ex.ops, op)
+		e.ex.what[op] = synth{issuer: r, what: what[st.c]}
+		i := idx[r]
+		p.per[i] = append(p.per[i], op)
+		any = true
+	}
+	return any
 }
 
 // cstep is one step of a collective: transfers by group index (ranks maps
@@ -550,8 +590,26 @@ func (e *expander) scratch(c *tile.Collective, l *tile.Loop, v view, ranks []int
 // scratchTile returns a per-rank scratch HBM tile, named for the
 // collective and what, on ranks.
 func (e *expander) scratchTile(c *tile.Collective, l *tile.Loop, what string, dt isa.DType, shape []int64, ranks []int) *tile.Tile {
-	t := &tile.Tile{Name: fmt.Sprintf("coll%d_%s", e.nColl, what), Mem: isa.MemHBM, DType: dt, Shape: shape,
+	name := fmt.Sprintf("coll%d_%s", e.nColl, what)
+	for k := 1; ; k++ {
+		// The groups of one collective share its scratch tiles, each rank
+		// its own instance (a group of other sizes gets a tile of its own).
+		t := e.scratchTiles[name]
+		if t == nil {
+			break
+		}
+		if t.DType == dt && equalShape(t.Shape, shape) {
+			e.ex.tileRanks[t] = append(e.ex.tileRanks[t], ranks...)
+			return t
+		}
+		name = fmt.Sprintf("coll%d_%s%d", e.nColl, what, k)
+	}
+	t := &tile.Tile{Name: name, Mem: isa.MemHBM, DType: dt, Shape: shape,
 		Bufs: 1, Offset: -1, Bank: -1, Scope: l, ID: e.nextTile, Pos: c.Pos}
+	if e.scratchTiles == nil {
+		e.scratchTiles = map[string]*tile.Tile{}
+	}
+	e.scratchTiles[name] = t
 	e.nextTile++
 	e.ex.tiles = append(e.ex.tiles, t)
 	e.ex.tileRanks[t] = append([]int(nil), ranks...)
@@ -591,7 +649,6 @@ func Algorithm(stmtAlgo, optAlgo string, n int, bytes int64) string {
 
 // collective expands c (in cores loop l, nil outside one) over group.
 func (e *expander) collective(c *tile.Collective, l *tile.Loop, group []int) ([]cstep, error) {
-	defer func() { e.nColl++ }()
 	n := len(group)
 	if (c.Kind == tile.Send || c.Kind == tile.Recv) && n != 2 {
 		return nil, e.errAt(c, c.GroupPos(0), "%s moves a tile between two ranks: group=[FROM, TO], not %d ranks", c.Kind, n)

@@ -466,6 +466,8 @@ func TestCollectiveErrorsAreLocated(t *testing.T) {
 			"coll.tile:6:42: collective all_reduce y, x group=[0, 16]: group names rank 16, which does not exist (the system has 16: 2 chips of 8 cores)"},
 		{"a group rank past the chip", system{"trn2", 1}, "kernel bad\ntile a hbm fp32 [4] input\ntile b hbm fp32 [4] output\ncollective all_gather b, a group=[1, 8]\n",
 			"coll.tile:4:38: collective all_gather b, a group=[1, 8]: group names core 8, which does not exist (the chip has 8)"},
+		{"a group size that does not divide the loop's ranks", system{"trn2", 1}, loop(6, "    collective all_reduce y, x group_size=4\n"),
+			"coll.tile:6:43: collective all_reduce y, x group_size=4: group_size=4 does not divide the 6 ranks of the cores loop over c (ranks 0 to 5)"},
 		{"a group rank the loop does not run", system{"trn2", 1}, loop(4, "    collective all_reduce y, x group=[0, 5]\n"),
 			"coll.tile:6:42: collective all_reduce y, x group=[0, 5]: group names rank 5, which the cores loop over c does not run (ranks 0 to 3)"},
 		{"all_reduce output and input differ", system{"trn2", 1}, loop(4, "    collective all_reduce y[0:32], x\n"),
@@ -787,4 +789,70 @@ func TestMeshIsOneStep(t *testing.T) {
 	}
 	assert.Less(t, times[tile.AlgoMesh], times[tile.AlgoRDH], "%v", times)
 	assert.Less(t, times[tile.AlgoRDH], times[tile.AlgoRing], "%v", times)
+}
+
+// group_size= cuts a cores loop's ranks into consecutive groups, one
+// collective per group: 2 and 4 groups on one chip and across chips, every
+// algorithm; each rank moves what its group's collective moves, and no
+// transfer joins two groups.
+func TestGroupsPerReplica(t *testing.T) {
+	rankRe := regexp.MustCompile(`_c(\d+)\[`)
+	for _, tc := range []struct {
+		sys       system
+		ranks, gs int
+	}{
+		{system{"trn2", 1}, 8, 4},
+		{system{"trn2", 1}, 8, 2},
+		{system{"trn2", 2}, 16, 8},
+		{system{"trn2", 2}, 16, 4},
+		{system{"trn2", 4}, 32, 16},
+		{system{"trn1", 8}, 16, 4},
+	} {
+		for _, kind := range []string{tile.AllReduce, tile.ReduceScatter, tile.AllGather} {
+			for _, algo := range tile.CollectiveAlgorithms {
+				name := fmt.Sprintf("%s/%d_ranks/group_size=%d/%s/%s", tc.sys, tc.ranks, tc.gs, kind, algo)
+				t.Run(name, func(t *testing.T) {
+					g := tc.gs
+					decl := "tile x hbm fp32 [96, 40] input\n    tile y hbm fp32 [96, 40] output"
+					shape := []int64{96, 40}
+					switch kind {
+					case tile.ReduceScatter:
+						decl = fmt.Sprintf("tile x hbm fp32 [%d, 40] input\n    tile y hbm fp32 [24, 40] output", 24*g)
+						shape = []int64{int64(24 * g), 40}
+					case tile.AllGather:
+						decl = fmt.Sprintf("tile x hbm fp32 [24, 40] input\n    tile y hbm fp32 [%d, 40] output", 24*g)
+						shape = []int64{int64(24 * g), 40}
+					}
+					src := fmt.Sprintf("kernel groups\nfor c in range(0, %d) cores:\n    %s\n    collective %s y, x group_size=%d algo=%s op=%d\n",
+						tc.ranks, decl, kind, g, algo, collOp)
+					res, bytes := runKernel(t, tc.sys, src, sched.Options{})
+					p := pieceBytes(shape, 4, g)
+					for r := 0; r < tc.ranks; r++ {
+						assert.Equal(t, expectedBytes(kind, algo, g, r%g, p), bytes[r], "rank %d (member %d of group %d)", r, r%g, r/g)
+					}
+					require.Len(t, res.Ops, 1)
+					k := mustParse(t, src)
+					prog, err := sched.Compile(k, workloads.Target(tc.sys.config(t)), sched.Options{DGEAuto: true})
+					require.NoError(t, err)
+					n := 0
+					for _, line := range strings.Split(programText(t, prog), "\n") {
+						if !strings.Contains(line, "dma_copy") {
+							continue
+						}
+						n++
+						group := -1
+						for _, m := range rankRe.FindAllStringSubmatch(line, -1) {
+							var r int
+							fmt.Sscan(m[1], &r)
+							if group < 0 {
+								group = r / g
+							}
+							assert.Equal(t, group, r/g, "a transfer within one group: %s", line)
+						}
+					}
+					assert.Positive(t, n)
+				})
+			}
+		}
+	}
 }

@@ -331,13 +331,22 @@ func (c *checker) collective(s *Collective, inCores, coresBody bool) error {
 		return c.k.errAt(s.Pos, "%s takes one output and one input, got %d and %d", where, len(s.Outs), len(s.Ins))
 	}
 	switch {
+	case s.GroupSize < 0:
+		return c.k.errAt(s.GroupSizePos(), "%s: group_size is a positive number of ranks, got %d", where, s.GroupSize)
+	case s.GroupSize > 0 && len(s.Group) > 0:
+		return c.k.errAt(s.GroupSizePos(), "%s: group= names the group, group_size= cuts the cores loop's ranks into groups; give one of them", where)
 	case inCores && !coresBody:
 		return c.k.errAt(s.Pos, "%s: inside a cores loop, a collective is a statement of the loop's body itself (not inside another loop or an if)", where)
+	case !inCores && s.GroupSize > 0:
+		return c.k.errAt(s.GroupSizePos(), "%s: group_size= cuts a cores loop's ranks into groups; outside one a collective needs group=[RANKS]", where)
 	case !inCores && len(s.Group) == 0:
 		return c.k.errAt(s.Pos, "%s: outside a cores loop a collective needs group=[RANKS]", where)
 	}
 	if (s.Kind == Send || s.Kind == Recv) && len(s.Group) != 0 && len(s.Group) != 2 {
 		return c.k.errAt(s.GroupPos(0), "%s moves a tile between two ranks: group=[FROM, TO], not %d ranks", where, len(s.Group))
+	}
+	if (s.Kind == Send || s.Kind == Recv) && s.GroupSize != 0 && s.GroupSize != 2 {
+		return c.k.errAt(s.GroupSizePos(), "%s moves a tile between two ranks: group_size=2 (each group's first to its second), not %d", where, s.GroupSize)
 	}
 	for i := range s.Outs {
 		if err := c.collectiveAccess(&s.Outs[i], s.Pos, where); err != nil {

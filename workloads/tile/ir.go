@@ -280,15 +280,20 @@ type Op struct {
 // Collective is a collective communication op (all-reduce, all-gather,
 // ...) over the ranks in Group. Inside a cores loop (directly in its body)
 // it works per rank: its operands are evaluated for each rank, and Group
-// defaults to every iteration of the loop; outside one it needs a Group.
-// The scheduler expands it into DMA transfers between the ranks' HBM
-// tiles.
+// defaults to every iteration of the loop, or, with GroupSize, to the
+// rank's group of GroupSize consecutive iterations (one collective per
+// group: per replica of a tensor-parallel model); outside one it needs a
+// Group. The scheduler expands it into DMA transfers between the ranks'
+// HBM tiles.
 type Collective struct {
 	// Kind is one of CollectiveKinds.
 	Kind  string
 	Outs  []Access
 	Ins   []Access
 	Group []int
+	// GroupSize > 0 cuts the cores loop's ranks, in order, into groups of
+	// GroupSize (it must divide their number; not with Group).
+	GroupSize int
 	// Algo is the algorithm (one of CollectiveAlgorithms), "" for the
 	// scheduler's choice by message size.
 	Algo string
@@ -296,9 +301,19 @@ type Collective struct {
 	Pos  Pos
 	// kindPos is the kind's word in the text form; groupPos the group's
 	// ranks; algoPos the algo= value.
-	kindPos  Pos
-	groupPos []Pos
-	algoPos  Pos
+	kindPos      Pos
+	groupPos     []Pos
+	algoPos      Pos
+	groupSizePos Pos
+}
+
+// GroupSizePos returns where the text form wrote group_size='s value (the
+// collective's position when unknown).
+func (c *Collective) GroupSizePos() Pos {
+	if c.groupSizePos.Line > 0 {
+		return c.groupSizePos
+	}
+	return c.Pos
 }
 
 // GroupPos returns where the text form wrote the group's i-th rank (the

@@ -555,8 +555,15 @@ func (p *parser) collective(stmts *[]Stmt) error {
 				return p.errAt(t, "algo is %s, got %q", strings.Join(CollectiveAlgorithms, ", "), t.text)
 			}
 			c.Algo, c.algoPos = t.text, Pos{p.line, t.col}
+		case "group_size":
+			t := p.take()
+			v, err := strconv.Atoi(t.text)
+			if t.kind != tInt || err != nil || v < 1 || v > 1<<16 {
+				return p.errAt(t, "expected a group size (a positive number of ranks), got %q", t.text)
+			}
+			c.GroupSize, c.groupSizePos = v, Pos{p.line, t.col}
 		default:
-			return p.errAt(at, "collective takes group=, algo= and op=, not %q", at.text)
+			return p.errAt(at, "collective takes group=, group_size=, algo= and op=, not %q", at.text)
 		}
 	}
 	*stmts = append(*stmts, c)

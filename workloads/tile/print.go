@@ -123,6 +123,9 @@ func FormatCollective(c *Collective) string {
 		}
 		fmt.Fprintf(&sb, " group=[%s]", strings.Join(g, ", "))
 	}
+	if c.GroupSize > 0 {
+		fmt.Fprintf(&sb, " group_size=%d", c.GroupSize)
+	}
 	if c.Algo != "" {
 		fmt.Fprintf(&sb, " algo=%s", c.Algo)
 	}

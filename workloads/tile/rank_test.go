@@ -28,6 +28,8 @@ for c in range(0, N) cores:
     collective all_reduce y, x algo=ring op=3
     collective send y, x group=[0, 1]
     collective reduce_scatter y[0:16], x group=[7, 0, 3, 2, 1, 4, 5, 6] algo=rdh
+    collective all_reduce y, x group_size=4 algo=mesh op=5
+    collective send y, x group_size=2
 collective broadcast far, inp[0:128] group=[2, 9] algo=mesh op=4
 `
 
@@ -51,6 +53,8 @@ func TestRankSyntaxRoundTrips(t *testing.T) {
 		"collective send y, x group=[0, 1]",
 		"collective reduce_scatter y[0:16], x group=[7, 0, 3, 2, 1, 4, 5, 6] algo=rdh",
 		"collective broadcast far, inp[0:128] group=[2, 9] algo=mesh op=4",
+		"collective all_reduce y, x group_size=4 algo=mesh op=5",
+		"collective send y, x group_size=2\n",
 	} {
 		assert.Contains(t, text, want)
 	}
@@ -61,7 +65,10 @@ func TestRankSyntaxRoundTrips(t *testing.T) {
 	assert.Equal(t, 1, k.Tiles[1].Chip)
 	assert.Equal(t, Pos{10, 19}, k.Ops[1].Outs[0].RankPos())
 	colls := k.Collectives()
-	require.Len(t, colls, 4)
+	require.Len(t, colls, 6)
+	assert.Equal(t, 4, colls[3].GroupSize)
+	assert.Equal(t, Pos{20, 43}, colls[3].GroupSizePos())
+	assert.Equal(t, 2, colls[4].GroupSize)
 	assert.Equal(t, AlgoRing, colls[0].Algo)
 	assert.Equal(t, []int{7, 0, 3, 2, 1, 4, 5, 6}, colls[2].Group)
 	assert.Equal(t, Pos{19, 55}, colls[2].GroupPos(2))
@@ -79,11 +86,13 @@ func TestRemoteAccessInGo(t *testing.T) {
 		b.Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{s.All()}, Ins: []Access{x.All()}})
 		y := b.Tile("y", isa.MemHBM, isa.FP32, []int64{128, 512}, 1)
 		b.AddCollective(&Collective{Kind: AllReduce, Outs: []Access{y.All()}, Ins: []Access{x.All()}, Algo: AlgoRDH, OpID: 2})
+		b.AddCollective(&Collective{Kind: AllGather, Outs: []Access{y.All()}, Ins: []Access{x.At(R(C(0), C(64)))}, GroupSize: 2, OpID: 3})
 	})
 	require.NoError(t, k.Finish())
 	text := String(k)
 	assert.Contains(t, text, "any dma_copy x@((c + 1) % 4)[0:64], s[0:64]")
 	assert.Contains(t, text, "collective all_reduce y, x algo=rdh op=2")
+	assert.Contains(t, text, "collective all_gather y, x[0:64] group_size=2 op=3")
 	assert.True(t, k.Tiles[2].PerRank(), "an HBM tile of a cores loop's block")
 	k2, err := Parse(text, "go.tile")
 	require.NoError(t, err, text)
@@ -126,6 +135,16 @@ func TestRankErrorsAreLocated(t *testing.T) {
 			"k.tile:4:41: rank 0 is in the group twice (the other at 4:35)"},
 		{"group given twice", head + "collective all_gather b, a group=[0, 1] group=[0]\n",
 			"k.tile:4:41: group given twice"},
+		{"group_size zero", head + loop + "    collective all_reduce h, h group_size=0\n",
+			`k.tile:7:43: expected a group size (a positive number of ranks), got "0"`},
+		{"group_size not a number", head + loop + "    collective all_reduce h, h group_size=c\n",
+			`k.tile:7:43: expected a group size (a positive number of ranks), got "c"`},
+		{"group_size with group", head + loop + "    collective all_reduce h, h group=[0, 1] group_size=2\n",
+			"k.tile:7:56: collective all_reduce: group= names the group, group_size= cuts the cores loop's ranks into groups; give one of them"},
+		{"group_size outside a cores loop", head + "collective all_reduce b, a group_size=2\n",
+			"k.tile:4:39: collective all_reduce: group_size= cuts a cores loop's ranks into groups; outside one a collective needs group=[RANKS]"},
+		{"send over groups of four", head + loop + "    collective send h, h group_size=4\n",
+			"k.tile:7:37: collective send moves a tile between two ranks: group_size=2 (each group's first to its second), not 4"},
 		{"HBM tile in another loop", head + "for i in range(2):\n    tile h hbm fp32 [4]\n    any dma_copy h, a[0, :]\n",
 			"k.tile:5:10: tile h: HBM tensors are declared at kernel level or directly in a cores loop (one per rank), not inside another loop"},
 		{"rotating per-rank HBM tile", head + "for c in range(0, 2) cores:\n    tile h hbm fp32 [4] bufs=2\n    any dma_copy h, a[0, :]\n",

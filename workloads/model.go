@@ -244,6 +244,82 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	return p.Program, info, nil
 }
 
+// peakActivationBytes is the most activation memory (inputs, outputs and
+// intermediate tensors) live at once when the ops run in order: a tensor
+// lives from its producer to its last reader (inputs from the start,
+// outputs to the end), and views (reshape, permute, split) share their
+// input's storage, as the lowering stores them. The scheduler frees a
+// tensor's HBM after its last use and reuses it, so this, not the sum of
+// every tensor, is what must fit.
+func peakActivationBytes(g *graph.Graph) int64 {
+	n := len(g.Ops)
+	// root maps a view to the tensor whose storage it is.
+	root := map[*graph.Tensor]*graph.Tensor{}
+	var rootOf func(t *graph.Tensor) *graph.Tensor
+	rootOf = func(t *graph.Tensor) *graph.Tensor {
+		if r, ok := root[t]; ok {
+			return r
+		}
+		return t
+	}
+	first, last := map[*graph.Tensor]int{}, map[*graph.Tensor]int{}
+	isAct := func(t *graph.Tensor) bool {
+		return t != nil && (t.Role == graph.Activation || t.Role == graph.Input || t.Role == graph.Output)
+	}
+	touch := func(t *graph.Tensor, i int) {
+		r := rootOf(t)
+		if !isAct(r) {
+			return
+		}
+		if _, ok := first[r]; !ok {
+			first[r] = i
+		}
+		last[r] = max(last[r], i)
+	}
+	for i, o := range g.Ops {
+		view := o.Kind == graph.Reshape || o.Kind == graph.Permute || o.Kind == graph.Split
+		for _, t := range o.Inputs {
+			if t != nil {
+				touch(t, i)
+			}
+		}
+		for _, t := range o.Outputs {
+			if view && len(o.Inputs) > 0 && o.Inputs[0] != nil {
+				root[t] = rootOf(o.Inputs[0])
+				touch(t, i)
+				continue
+			}
+			touch(t, i)
+		}
+	}
+	for _, t := range g.Tensors {
+		r := rootOf(t)
+		if !isAct(r) {
+			continue
+		}
+		if r.Role == graph.Input || r.Producer == nil {
+			first[r] = 0
+		}
+		if r.Role == graph.Output || t.Role == graph.Output {
+			last[r] = n
+		}
+		if _, ok := last[r]; !ok {
+			first[r], last[r] = 0, n
+		}
+	}
+	delta := make([]int64, n+2)
+	for r, f := range first {
+		delta[f] += r.Bytes()
+		delta[last[r]+1] -= r.Bytes()
+	}
+	var live, peak int64
+	for _, d := range delta {
+		live += d
+		peak = max(peak, live)
+	}
+	return peak
+}
+
 // reuseLayers is how many layers the reuse mode simulates.
 const reuseLayers = 2
 
@@ -299,10 +375,9 @@ func modelInfo(cfg *configs.RunConfig, c *zoo.Config, g *graph.Graph, pass nn.Pa
 			if t.Producer != nil { // the cache after the pass's append
 				mi.KVCacheBytes += t.Bytes()
 			}
-		case graph.Activation, graph.Input, graph.Output:
-			mi.ActivationBytes += t.Bytes()
 		}
 	}
+	mi.ActivationBytes = peakActivationBytes(g)
 	// The weights a pass reads: every matmul weight, of a mixture of
 	// experts only the experts the tokens reach.
 	partial := map[*graph.Tensor]int64{}

@@ -85,13 +85,23 @@ func BenchmarkPlanGEMM(b *testing.B) {
 //
 //	go test ./workloads -run '^$' -bench Model -benchtime 1x
 func BenchmarkModel(b *testing.B) {
-	for _, tc := range []struct{ name, model string }{
-		{"llama-3-8b-layer-prefill-8192", "name: llama-3-8b, mode: prefill, seq: 8192, layers: 1"},
-		{"llama-3.2-1b-decode-step-2048/exact", "name: llama-3.2-1b, mode: decode, context: 2048, exact: true"},
-		{"llama-3.2-1b-decode-step-2048/reuse", "name: llama-3.2-1b, mode: decode, context: 2048"},
+	for _, tc := range []struct{ name, model, hw, par string }{
+		{"llama-3-8b-layer-prefill-8192", "name: llama-3-8b, mode: prefill, seq: 8192, layers: 1", "", ""},
+		{"llama-3.2-1b-decode-step-2048/exact", "name: llama-3.2-1b, mode: decode, context: 2048, exact: true", "", ""},
+		{"llama-3.2-1b-decode-step-2048/reuse", "name: llama-3.2-1b, mode: decode, context: 2048", "", ""},
+		// Issue 12's targets: one trn2 chip (TP8 at lnc 1) and a trn2.48xlarge.
+		{"llama-3-8b-prefill-2048-trn2-tp8", "name: llama-3-8b, mode: prefill, seq: 2048", "{preset: trn2, chip: {lnc: 1}}", "{tp: 8}"},
+		{"llama-3-70b-decode-trn2.48xlarge-tp64-lnc1", "name: llama-3-70b, mode: decode, batch: 8, context: 8191, tokens: 1", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 64}"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			text := "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {" + tc.model + "}\n"
+			hw, par := tc.hw, tc.par
+			if hw == "" {
+				hw = "{preset: trn2}"
+			}
+			if par == "" {
+				par = "{}"
+			}
+			text := "hardware: " + hw + "\nworkload:\n  kind: model\n  model: {" + tc.model + "}\nparallel: " + par + "\n"
 			cfg, err := configs.LoadBytes([]byte(text), "bench.yaml", configs.LoadOptions{})
 			if err != nil {
 				b.Fatal(err)

@@ -105,8 +105,10 @@ type expander struct {
 	nextOp, nextTile int
 	nColl            int
 	consts           map[int64]tile.Expr
-	// scratchTiles are the scratch tiles made, by name.
+	// scratchTiles are the scratch tiles made, by name; orders the member
+	// orders found (topo.go).
 	scratchTiles map[string]*tile.Tile
+	orders       map[orderKey][]int
 }
 
 // expand expands every collective of k and finds the lockstep loops.
@@ -769,7 +771,30 @@ func (e *expander) collective(c *tile.Collective, l *tile.Loop, group []int) ([]
 		bytes = ins[0].elems() * eb
 	}
 	b.algo = e.algorithm(c, n, bytes)
+	b.members = group
+	if perm := e.memberOrder(c.Kind, b.algo, group); !isIdentity(perm) {
+		// The algorithm runs over the members in the order perm (topo.go):
+		// position q is member perm[q]. A reduce-scatter's or all-gather's
+		// pieces follow their members (position q's own piece is
+		// perm[q]); an all-reduce's and a broadcast's are the message's.
+		b.group, b.in, b.out = make([]int, n), make([]view, n), make([]view, n)
+		for q, m := range perm {
+			b.group[q], b.in[q], b.out[q] = group[m], ins[m], outs[m]
+		}
+		if c.Kind == tile.ReduceScatter || c.Kind == tile.AllGather {
+			b.pp = perm
+		}
+	}
 	return b.build(), nil
+}
+
+func isIdentity(p []int) bool {
+	for i, x := range p {
+		if x != i {
+			return false
+		}
+	}
+	return true
 }
 
 func equalShape(a, b []int64) bool {
@@ -798,6 +823,33 @@ type cbuild struct {
 	scr     []view
 	stage   *tile.Tile
 	steps   []cstep
+	// members is the group in its own order (group is in the algorithm's,
+	// members[pp[q]] == group[q]); pp maps the pieces the algorithm
+	// numbers by position to the message's (nil: the same).
+	members []int
+	pp      []int
+}
+
+// ap returns the message's piece of the algorithm's piece q.
+func (b *cbuild) ap(q int) int {
+	if b.pp == nil {
+		return q
+	}
+	return b.pp[q]
+}
+
+// runs calls fn for the runs of the message's pieces that the algorithm's
+// pieces lo..hi-1 are, in order (one run, lo..hi, without a reordering).
+func (b *cbuild) runs(lo, hi int, fn func(lo, hi int)) {
+	for q := lo; q < hi; {
+		a := b.ap(q)
+		z := q + 1
+		for z < hi && b.ap(z) == a+(z-q) {
+			z++
+		}
+		fn(a, a+(z-q))
+		q = z
+	}
 }
 
 func (b *cbuild) mod(a int) int { return ((a % b.n) + b.n) % b.n }
@@ -821,7 +873,7 @@ func (b *cbuild) pout(i, lo, hi int) view { return b.out[i].part(b.n, lo, hi) }
 // the input), made on first use.
 func (b *cbuild) scratchOf(i int) view {
 	if b.scr == nil {
-		t := b.e.scratch(b.c, b.l, b.in[0], b.group)
+		t := b.e.scratch(b.c, b.l, b.in[0], b.members)
 		b.scr = make([]view, b.n)
 		for j := range b.scr {
 			v := view{t: t, rank: b.group[j]}
@@ -852,7 +904,7 @@ func (b *cbuild) slot(j, i int) view {
 				shape[d] = max(shape[d], ps[d])
 			}
 		}
-		b.stage = b.e.scratchTile(b.c, b.l, "stage", b.in[0].t.DType, append([]int64{int64(b.n - 1)}, shape...), b.group)
+		b.stage = b.e.scratchTile(b.c, b.l, "stage", b.in[0].t.DType, append([]int64{int64(b.n - 1)}, shape...), b.members)
 	}
 	v := view{t: b.stage, rank: b.group[j], dims: []vdim{{start: tile.C(int64(b.mod(i-j) - 1)), n: 1, step: 1, index: true}}}
 	for _, d := range b.in[j].part(b.n, j, j+1).dims {
@@ -888,20 +940,25 @@ func (b *cbuild) meshReduceScatter(dst func(j int) view) {
 	}
 }
 
-// rsAcc is where member j of a reduce-scatter accumulates pieces lo..hi-1:
-// its own piece in its output, the others in its scratch tile; it calls fn
-// for each run of pieces with the view that holds it.
+// rsAcc is where member j of a reduce-scatter accumulates the
+// algorithm's pieces lo..hi-1: its own piece in its output, the others in
+// its scratch tile; it calls fn for each run of the message's pieces with
+// the view that holds it.
 func (b *cbuild) rsAcc(j, lo, hi int, fn func(lo, hi int, v view)) {
+	other := func(lo, hi int) {
+		b.runs(lo, hi, func(lo, hi int) { fn(lo, hi, b.scratchOf(j).part(b.n, lo, hi)) })
+	}
 	if j < lo || j >= hi {
-		fn(lo, hi, b.scratchOf(j).part(b.n, lo, hi))
+		other(lo, hi)
 		return
 	}
 	if lo < j {
-		fn(lo, j, b.scratchOf(j).part(b.n, lo, j))
+		other(lo, j)
 	}
-	fn(j, j+1, b.out[j])
+	a := b.ap(j)
+	fn(a, a+1, b.out[j])
 	if j+1 < hi {
-		fn(j+1, hi, b.scratchOf(j).part(b.n, j+1, hi))
+		other(j+1, hi)
 	}
 }
 
@@ -1055,9 +1112,10 @@ func (b *cbuild) reduceScatter() {
 			b.step()
 			for i := 0; i < n; i++ {
 				p := b.mod(i - s - 1)
-				src := b.pin(i, p, p+1)
+				a := b.ap(p)
+				src := b.pin(i, a, a+1)
 				if s > 0 {
-					src = b.scratchOf(i).part(n, p, p+1)
+					src = b.scratchOf(i).part(n, a, a+1)
 				}
 				b.rsAcc((i+1)%n, p, p+1, func(lo, hi int, v view) { b.x(i, v, src, true) })
 			}
@@ -1070,7 +1128,8 @@ func (b *cbuild) allGather() {
 	n := b.n
 	b.step()
 	for i := 0; i < n; i++ {
-		b.x(i, b.pout(i, i, i+1), b.in[i], false)
+		a := b.ap(i)
+		b.x(i, b.pout(i, a, a+1), b.in[i], false)
 	}
 	switch b.algo {
 	case tile.AlgoMesh:
@@ -1085,23 +1144,24 @@ func (b *cbuild) allGather() {
 			b.step()
 			for i := 0; i < n; i++ {
 				j, lo := i^d, i&^(d-1)
-				src := b.pout(i, lo, lo+d)
 				if d == 1 {
-					src = b.in[i]
+					a := b.ap(i)
+					b.x(i, b.pout(j, a, a+1), b.in[i], false)
+					continue
 				}
-				b.x(i, b.pout(j, lo, lo+d), src, false)
+				b.runs(lo, lo+d, func(lo, hi int) { b.x(i, b.pout(j, lo, hi), b.pout(i, lo, hi), false) })
 			}
 		}
 	default: // ring
 		for s := 0; s < n-1; s++ {
 			b.step()
 			for i := 0; i < n; i++ {
-				p := b.mod(i - s)
-				src := b.pout(i, p, p+1)
+				a := b.ap(b.mod(i - s))
+				src := b.pout(i, a, a+1)
 				if s == 0 {
 					src = b.in[i]
 				}
-				b.x(i, b.pout((i+1)%n, p, p+1), src, false)
+				b.x(i, b.pout((i+1)%n, a, a+1), src, false)
 			}
 		}
 	}

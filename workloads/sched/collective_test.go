@@ -15,6 +15,7 @@ import (
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/isa/asm"
 	"github.com/trnsim/trnsim/memory"
+	"github.com/trnsim/trnsim/noc"
 	"github.com/trnsim/trnsim/workloads"
 	"github.com/trnsim/trnsim/workloads/sched"
 	"github.com/trnsim/trnsim/workloads/tile"
@@ -279,8 +280,10 @@ func TestCollectivesMoveTheirBytes(t *testing.T) {
 						res, bytes := runKernel(t, ss.sys, src, sched.Options{})
 						p := pieceBytes(tc.shape(n), tc.eb, n)
 						var total int64
+						for r, want := range expectedByRank(t, ss.sys, tc.kind, algo, seq(0, n), p) {
+							assert.Equal(t, want, bytes[r], "rank %d", r)
+						}
 						for i := 0; i < n; i++ {
-							assert.Equal(t, expectedBytes(tc.kind, algo, n, i, p), bytes[i], "rank %d", i)
 							total += bytes[i]
 						}
 						require.Len(t, res.Ops, 1, "every instruction is the collective's")
@@ -291,6 +294,42 @@ func TestCollectivesMoveTheirBytes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// expectedByRank is what each rank of group moves for a collective whose
+// message cuts into pieces p, the algorithm run in the scheduler's order
+// of the group along the fabric (sched.CollectiveOrder): a position's
+// bytes by the formulas, with the pieces of a reduce-scatter or an
+// all-gather following their members.
+func expectedByRank(t *testing.T, sys system, kind, algo string, group []int, p []int64) map[int]int64 {
+	t.Helper()
+	n := len(group)
+	run := sched.Algorithm(algo, "", n, 0)
+	order := sched.CollectiveOrder(workloads.Target(sys.config(t)), kind, run, group)
+	member := map[int]int{}
+	for i, r := range group {
+		member[r] = i
+	}
+	pq := p
+	if kind == tile.ReduceScatter || kind == tile.AllGather {
+		pq = make([]int64, n)
+		for q, r := range order {
+			pq[q] = p[member[r]]
+		}
+	}
+	out := map[int]int64{}
+	for q, r := range order {
+		out[r] = expectedBytes(kind, run, n, q, pq)
+	}
+	return out
+}
+
+func seq(lo, hi int) []int {
+	var s []int
+	for i := lo; i < hi; i++ {
+		s = append(s, i)
+	}
+	return s
 }
 
 func containsInt(xs []int, x int) bool {
@@ -827,8 +866,10 @@ func TestGroupsPerReplica(t *testing.T) {
 						tc.ranks, decl, kind, g, algo, collOp)
 					res, bytes := runKernel(t, tc.sys, src, sched.Options{})
 					p := pieceBytes(shape, 4, g)
-					for r := 0; r < tc.ranks; r++ {
-						assert.Equal(t, expectedBytes(kind, algo, g, r%g, p), bytes[r], "rank %d (member %d of group %d)", r, r%g, r/g)
+					for lo := 0; lo < tc.ranks; lo += g {
+						for r, want := range expectedByRank(t, tc.sys, kind, algo, seq(lo, lo+g), p) {
+							assert.Equal(t, want, bytes[r], "rank %d (group %d)", r, r/g)
+						}
 					}
 					require.Len(t, res.Ops, 1)
 					k := mustParse(t, src)
@@ -855,4 +896,80 @@ func TestGroupsPerReplica(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The target's chip routes are the fabric's: workloads.Target's hops and
+// latencies between every two chips are noc's routes, on every topology.
+func TestTargetRoutesAreTheFabrics(t *testing.T) {
+	for _, sets := range [][]string{
+		{"hardware.preset=trn2", "hardware.chips=16"},
+		{"hardware.preset=trn2", "hardware.chips=8"},
+		{"hardware.preset=trn1", "hardware.chips=16"},
+		{"hardware.preset=trn2", "hardware.chips=6", "hardware.topology.kind=ring"},
+		{"hardware.preset=trn2", "hardware.chips=27", "hardware.topology.kind=3d_torus"},
+		{"hardware.preset=trn2", "hardware.chips=12", "hardware.topology.kind=2d_torus", "hardware.topology.dims=[2,6]"},
+		{"hardware.preset=trn2", "hardware.chips=5", "hardware.topology.kind=switched"},
+		{"hardware.preset=trn2", "hardware.chips=32", "hardware.nodes=2"},
+		{"hardware.preset=trn2", "hardware.chips=4", "hardware.topology.kind=custom",
+			"hardware.topology.links=[{a: 0, b: 1}, {a: 1, b: 2}, {a: 2, b: 3}, {a: 0, b: 2}]"},
+	} {
+		t.Run(strings.Join(sets, " "), func(t *testing.T) {
+			cfg := preset(t, strings.TrimPrefix(sets[0], "hardware.preset="), sets[1:]...)
+			tg := workloads.Target(cfg)
+			f, err := noc.New(chip.FabricConfig(&cfg.Hardware))
+			require.NoError(t, err)
+			n := cfg.Hardware.Chips
+			require.Len(t, tg.ChipHops, n)
+			for a := 0; a < n; a++ {
+				for b := 0; b < n; b++ {
+					r, err := f.Route(a, b)
+					require.NoError(t, err)
+					hops, lat := 0, 0.0
+					if r != nil {
+						hops, lat = r.Hops, r.Latency.Nanoseconds()
+					}
+					assert.Equal(t, hops, tg.ChipHops[a][b], "hops %d -> %d", a, b)
+					assert.InDelta(t, lat, tg.ChipLatencyNs[a][b], 1e-6, "latency %d -> %d", a, b)
+				}
+			}
+		})
+	}
+	assert.Nil(t, workloads.Target(preset(t, "trn2")).ChipHops, "one chip")
+}
+
+// Ring and rdh run along the topology: eight ranks on chips 0-7 of a 4x4
+// torus go round a snake (every step one hop, where the group's own order
+// has two steps of two hops); rdh's partners over sixteen chips are one
+// hop apart at every distance; ranks of one chip keep their order.
+func TestRingAlongTheTorus(t *testing.T) {
+	cfg := preset(t, "trn2", "hardware.chips=16", "hardware.chip.lnc=1", "hardware.chip.cores=1")
+	tg := workloads.Target(cfg)
+	ring := sched.CollectiveOrder(tg, tile.AllReduce, tile.AlgoRing, seq(0, 8))
+	assert.ElementsMatch(t, seq(0, 8), ring)
+	for i := range ring {
+		assert.Equal(t, 1, tg.ChipHops[ring[i]][ring[(i+1)%8]], "ring %v: %d -> %d", ring, ring[i], ring[(i+1)%8])
+	}
+	assert.Equal(t, 2, tg.ChipHops[3][4], "the group's own order has a step of two hops")
+	rdh := sched.CollectiveOrder(tg, tile.ReduceScatter, tile.AlgoRDH, seq(0, 16))
+	assert.ElementsMatch(t, seq(0, 16), rdh)
+	for i := range rdh {
+		for d := 1; d < 16; d *= 2 {
+			assert.Equal(t, 1, tg.ChipHops[rdh[i]][rdh[i^d]], "rdh %v: %d <-> %d", rdh, rdh[i], rdh[i^d])
+		}
+	}
+	bc := sched.CollectiveOrder(tg, tile.Broadcast, tile.AlgoRing, []int{5, 0, 1, 2, 3, 4, 6, 7})
+	assert.Equal(t, 5, bc[0], "a broadcast's root stays first")
+	one := workloads.Target(preset(t, "trn2"))
+	for _, algo := range []string{tile.AlgoRing, tile.AlgoRDH} {
+		assert.Equal(t, seq(0, 8), sched.CollectiveOrder(one, tile.AllReduce, algo, seq(0, 8)), "one chip: the group's order")
+	}
+	// The ring all-reduce of C1-RING crosses one hop a step: eight links
+	// each way round carry its data, none of them two hops.
+	src := fmt.Sprintf("kernel coll\nfor c in range(0, 8) cores:\n    tile x hbm bf16 [64, 512] input\n    tile y hbm bf16 [64, 512] output\n"+
+		"    collective all_reduce y, x algo=ring op=%d\n", collOp)
+	p, err := sched.Compile(mustParse(t, src), tg, sched.Options{DGEAuto: true})
+	require.NoError(t, err)
+	res, err := chip.Run(cfg, p.Program, chip.Options{})
+	require.NoError(t, err)
+	assert.Len(t, res.Links, 8)
 }

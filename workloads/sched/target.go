@@ -20,7 +20,8 @@
 //     per-rank HBM tiles in their core's share of the chip's HBM, and
 //     collectives expanded into DMA transfers between the ranks' tiles
 //     (mesh, recursive halving/doubling or ring), walked in lockstep with
-//     the cores loops that hold them (collective.go).
+//     the cores loops that hold them (collective.go), ring and rdh in an
+//     order along the fabric's links (topo.go).
 //
 // It runs once per simulation, generating every stream in one pass over
 // the loop tree as the simulator asks for instructions, and keeps its
@@ -67,6 +68,13 @@ type Target struct {
 	// DMADescriptorMaxBytes the most one moves (estimates only).
 	DMADescriptorNs       float64
 	DMADescriptorMaxBytes int64
+	// ChipHops[a][b] and ChipLatencyNs[a][b] are the link hops and the
+	// latency of the fabric's route from chip a to chip b (the network
+	// between nodes counts one hop; -1: not linked); nil when unknown.
+	// The scheduler orders the members of ring and rdh collectives by
+	// them (collective.go, topo.go).
+	ChipHops      [][]int
+	ChipLatencyNs [][]float64
 }
 
 // Options are the scheduler's own choices that a config may set.

@@ -129,9 +129,6 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 	pass := modelPass(m)
 	pl := modelPlan(cfg)
-	if pl.replicas > 1 && pl.shard > 1 {
-		return nil, nil, cfg.FieldError("parallel.replicas", "replicas of a tensor-parallel plan (tp %d) are not lowered yet; replicas of single-core copies (tp 1) are", pl.tp)
-	}
 	if _, err := c.Shard(int64(pl.shard)); err != nil {
 		if pl.lnc > 1 {
 			if _, err1 := c.Shard(int64(pl.tp)); err1 == nil {
@@ -194,7 +191,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			return nil, nil, cfg.FieldError("workload.model", "%v", err)
 		}
 	}
-	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{Ranks: pl.ranks})
+	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{Ranks: pl.ranks, GroupSize: pl.shard})
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
 	}
@@ -227,6 +224,9 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		desc := fmt.Sprintf("tensor parallelism over %d ranks", pl.tp)
 		if pl.replicas > 1 {
 			desc = fmt.Sprintf("%d replicas", pl.replicas)
+			if pl.tp > 1 {
+				desc = fmt.Sprintf("%d replicas of tensor parallelism over %d ranks", pl.replicas, pl.tp)
+			}
 		}
 		if pl.lnc > 1 {
 			desc += fmt.Sprintf(" of %d physical cores each (lnc %d; a rank's cores split its work as tensor parallelism too)", pl.lnc, pl.lnc)

@@ -128,6 +128,24 @@ func TestReplicasRunSideBySide(t *testing.T) {
 	assert.InEpsilon(t, one, two, 0.1, "each replica has its own core and HBM stack")
 }
 
+// Replicas of a tensor-parallel plan: each copy's collectives run over its
+// own ranks, and the copies run side by side.
+func TestReplicasOfTensorParallelism(t *testing.T) {
+	run := func(par string) (float64, int) {
+		cfg := parallelConfig(t, "{preset: trn2, chip: {lnc: 1}}", "llama-3.2-1b", "mode: decode, context: 128", par, 1)
+		prog, info, err := Lower(cfg)
+		require.NoError(t, err)
+		res, err := chip.Run(cfg, prog, chip.Options{})
+		require.NoError(t, err)
+		return res.SimTime.Seconds(), info.CoresUsed
+	}
+	one, c1 := run("{tp: 2}")
+	two, c2 := run("{tp: 2, replicas: 2}")
+	assert.Equal(t, 2, c1)
+	assert.Equal(t, 4, c2)
+	assert.InEpsilon(t, one, two, 0.1, "two copies of a two-rank plan on four cores take about one's time")
+}
+
 // A plan that does not divide the model, or a model that does not fit
 // its ranks, is an error naming the field and saying what.
 func TestParallelPlanErrors(t *testing.T) {

@@ -17,11 +17,20 @@ func (l *lowering) collective(o *graph.Op, kind string) error {
 	if l.ranks <= 1 {
 		return l.errf("a collective over %d ranks needs a parallel plan of that many ranks (parallel.tp)", o.Attrs.Ranks)
 	}
-	if o.Attrs.Ranks != int64(l.ranks) {
-		return l.errf("a collective over %d ranks in a plan of %d", o.Attrs.Ranks, l.ranks)
+	group := l.group
+	if group <= 0 {
+		group = l.ranks
+	}
+	if o.Attrs.Ranks != int64(group) {
+		return l.errf("a collective over %d ranks in groups of %d", o.Attrs.Ranks, group)
 	}
 	in, out := l.tensor2D(o.Inputs[0]), l.tensor2D(o.Outputs[0])
-	l.k.Body = append(l.k.Body, &tile.Collective{Kind: kind, Outs: []tile.Access{out.All()}, Ins: []tile.Access{in.All()}, OpID: l.id})
+	c := &tile.Collective{Kind: kind, Outs: []tile.Access{out.All()}, Ins: []tile.Access{in.All()}, OpID: l.id}
+	if group < l.ranks {
+		// One collective per copy: the loop's ranks in consecutive groups.
+		c.GroupSize = group
+	}
+	l.k.Body = append(l.k.Body, c)
 	return nil
 }
 

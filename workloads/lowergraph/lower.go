@@ -58,8 +58,9 @@ type lowering struct {
 	// fusions are the Linears' epilogues; fusedInto the ops they absorb.
 	fusions   map[*graph.Op]*fusion
 	fusedInto map[*graph.Op]*graph.Op
-	// ranks is the plan's rank count (Options.Ranks).
-	ranks int
+	// ranks is the plan's rank count (Options.Ranks), group its
+	// collectives' group size (Options.GroupSize).
+	ranks, group int
 	// quant holds the dequantised Linears' scales (quant.go).
 	quant *quantState
 }
@@ -70,14 +71,16 @@ type Options struct {
 	// to measure what fusion buys.
 	NoFusion bool
 	// Ranks > 1 runs the graph (one rank's part of a parallel plan) on
-	// every rank of a cores loop, its collectives over those ranks.
-	Ranks int
+	// every rank of a cores loop, its collectives over those ranks, or,
+	// with GroupSize, over consecutive groups of that many (one per
+	// replica).
+	Ranks, GroupSize int
 }
 
 // Lower lowers g for the target.
 func Lower(g *graph.Graph, tg *sched.Target, name string, opts Options) (*Result, error) {
 	l := &lowering{g: g, tg: tg, k: tile.New(sanitize(name)), store: map[*graph.Tensor]*tile.Tile{}, names: map[string]int{},
-		weights: map[*graph.Tensor]*tile.Tile{}, casts: map[*graph.Tensor]*tile.Tile{}, res: &Result{}, ranks: opts.Ranks}
+		weights: map[*graph.Tensor]*tile.Tile{}, casts: map[*graph.Tensor]*tile.Tile{}, res: &Result{}, ranks: opts.Ranks, group: opts.GroupSize}
 	l.fusions, l.fusedInto = map[*graph.Op]*fusion{}, map[*graph.Op]*graph.Op{}
 	if !opts.NoFusion {
 		l.fusions, l.fusedInto = planFusions(g)

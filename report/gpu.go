@@ -24,8 +24,9 @@ type GPUReport struct {
 	TokensPerS float64 `json:"tokens_per_s"`
 	MFUPct     float64 `json:"mfu_pct"`
 	MBUPct     float64 `json:"mbu_pct"`
-	// Speedup is the GPU's time over Trainium's (above 1: Trainium is
-	// faster), for one NeuronCore against one GPU.
+	// Speedup is Trainium's tokens/s over the GPU's (the GPU's time over
+	// Trainium's, with replicas counted; above 1: Trainium is
+	// faster), for the cores used against one GPU.
 	Speedup float64 `json:"trainium_speedup"`
 	// LaunchPct is the share of the GPU's time that is kernel launches.
 	LaunchPct float64 `json:"launch_pct"`
@@ -69,8 +70,9 @@ func buildGPU(cfg *configs.RunConfig, info *workloads.Info, r *Report) error {
 		g := GPUReport{GPU: d.Name, Title: d.Title, TimeS: e.TimeS, TokensPerS: float64(mi.Batch*mi.Seq) / e.TimeS}
 		g.MFUPct = 100 * float64(mi.MatmulFLOPs+mi.AttentionFLOPs) / e.TimeS / d.Peak(matmulDType(mi))
 		g.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) / e.TimeS / (d.HBMGBps * 1e9)
-		if m.TimeS > 0 {
-			g.Speedup = e.TimeS / m.TimeS
+		if m.TimeS > 0 && g.TokensPerS > 0 {
+			// Throughput against throughput: replicas count.
+			g.Speedup = m.TokensPerS / g.TokensPerS
 		}
 		var launch float64
 		ops := append([]gpu.OpTime(nil), e.Ops...)

@@ -100,7 +100,7 @@ func TestGPUComparison(t *testing.T) {
 	for _, g := range r.GPU {
 		assert.Greater(t, g.TimeS, 0.0)
 		assert.InDelta(t, 1/g.TimeS, g.TokensPerS, 1e-6*g.TokensPerS)
-		assert.InDelta(t, g.TimeS/r.Model.TimeS, g.Speedup, 1e-9)
+		assert.InDelta(t, g.TimeS/r.Model.TimeS, g.Speedup, 1e-9*g.Speedup)
 		for _, v := range []float64{g.MFUPct, g.MBUPct, g.LaunchPct} {
 			assert.Greater(t, v, 0.0)
 			assert.LessOrEqual(t, v, 100.0)

@@ -1010,22 +1010,38 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	sh.stack, sh.stack2 = -1, -1
 	slow, latency := 1.0, clock.Time(0)
 	id := d.engineID(e.index)
+	// A share cannot outrun its part of the HBM stacks it touches: each
+	// pass of its bytes through a stack (the read, the write, the read of
+	// a read-modify-write) counts.
+	passes1, passes2 := 0, 0
 	if sh.hbmBytes > 0 && sh.hbmMem != nil {
-		// A share cannot outrun its part of the HBM stack.
-		var s float64
-		sh.stack, s = sh.hbmMem.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, id, sh.mult, d.cfg.EngineGBps)
-		slow, latency = max(slow, s), sh.hbmMem.Latency()
+		sh.stack, _ = sh.hbmMem.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, id, sh.mult, d.cfg.EngineGBps)
+		latency = sh.hbmMem.Latency()
+		passes1 = 1
 		if sh.hbmRMW && sh.hbmWrite {
 			// The read of a read-modify-write.
 			sh.hbmMem.ReadBytes += sh.hbmBytes * int64(sh.mult)
+			passes1++
 		}
 	}
 	if sh.hbm2Bytes > 0 && sh.hbm2Mem != nil {
-		var s float64
-		sh.stack2, s = sh.hbm2Mem.BeginEngines(sh.hbm2Addr, sh.hbm2Bytes, true, id, sh.mult, d.cfg.EngineGBps)
-		slow, latency = max(slow, s), max(latency, sh.hbm2Mem.Latency())
+		sh.stack2, _ = sh.hbm2Mem.BeginEngines(sh.hbm2Addr, sh.hbm2Bytes, true, id, sh.mult, d.cfg.EngineGBps)
+		latency = max(latency, sh.hbm2Mem.Latency())
+		passes2 = 1
 		if sh.hbmRMW {
 			sh.hbm2Mem.ReadBytes += sh.hbm2Bytes * int64(sh.mult)
+			passes2++
+		}
+	}
+	if passes1 > 0 && passes2 > 0 && sh.hbmMem == sh.hbm2Mem && sh.stack == sh.stack2 {
+		// Both sides on one stack: every byte passes it on each side.
+		slow = max(slow, sh.hbmMem.Demand(sh.stack, d.cfg.EngineGBps, passes1+passes2))
+	} else {
+		if passes1 > 0 {
+			slow = max(slow, sh.hbmMem.Demand(sh.stack, d.cfg.EngineGBps, passes1))
+		}
+		if passes2 > 0 {
+			slow = max(slow, sh.hbm2Mem.Demand(sh.stack2, d.cfg.EngineGBps, passes2))
 		}
 	}
 	if sh.route != nil {

@@ -102,6 +102,17 @@ func (h *HBM) BeginEngines(addr, bytes int64, write bool, first, n int, engineGB
 	return si, slow
 }
 
+// Demand returns how much a share of an engine of rate engineGBps that
+// passes its bytes through stack `passes` times (a copy from HBM to HBM on
+// one stack reads and writes it; a read-modify-write reads its
+// destination too) asks of the stack, relative to the stack's rate, with
+// the engines now active on it: the factor (>= 1) it is slowed by.
+func (h *HBM) Demand(stack int, engineGBps float64, passes int) float64 {
+	st := &h.stacks[stack]
+	slow := engineGBps * float64(st.engines) * float64(passes) / st.gbps
+	return max(slow, 1)
+}
+
 // Latency returns the access latency added to every share.
 func (h *HBM) Latency() clock.Time { return h.latency }
 

@@ -179,3 +179,31 @@ sync dma_copy Y1, X1 queue=0
 	assert.GreaterOrEqual(t, res.SimTime, bound, "read and write of both cores through one stack")
 	assert.Less(t, float64(res.SimTime), 1.1*float64(bound))
 }
+
+// A link never carries more than its bandwidth, however its transfers
+// start and overlap: a long transfer and a stream of short ones from
+// another core over the same link.
+func TestLinkNeverExceedsItsRate(t *testing.T) {
+	src := `.version 1
+.buffer X hbm bf16 [128, 81920] chip=0
+.buffer Y hbm bf16 [128, 81920] chip=1
+.buffer A hbm bf16 [128, 8192] chip=0
+.buffer B hbm bf16 [128, 8192] chip=1
+.core 0 0
+sync dma_copy Y, X queue=0
+.core 0 1
+`
+	for i := 0; i < 8; i++ {
+		src += fmt.Sprintf("sync dma_copy B[0:128, %d:%d], A[0:128, %d:%d] queue=%d\n", i*1024, i*1024+1024, i*1024, i*1024+1024, i%4)
+	}
+	res, err := runAsm(t, "trn1", src, "hardware.chips=2", "hardware.topology.kind=ring")
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Links)
+	for _, l := range res.Links {
+		util := float64(l.Bytes) / (l.GBps * 1e9 * res.SimTime.Seconds())
+		assert.LessOrEqual(t, util, 1.0, "%s: %.1f%%", l.Name, 100*util)
+		assert.LessOrEqual(t, l.Busy, res.SimTime)
+	}
+	total := int64(128*81920*2 + 128*8192*2)
+	assert.GreaterOrEqual(t, res.SimTime, clock.FromNanoseconds(float64(total)/96))
+}

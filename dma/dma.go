@@ -1044,9 +1044,11 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 			slow = max(slow, sh.hbm2Mem.Demand(sh.stack2, d.cfg.EngineGBps, passes2))
 		}
 	}
-	if sh.route != nil {
-		// Nor its share of the busiest link on its way.
-		slow = max(slow, d.env.Fabric.Begin(sh.route, id, sh.mult, sh.bytes, d.cfg.EngineGBps))
+	if sh.route != nil && work > 0 {
+		// Nor the links on its way: they are booked in order, and the
+		// share ends no sooner than its bytes have crossed them.
+		end := d.env.Fabric.Reserve(sh.route, now, sh.bytes*int64(sh.mult))
+		slow = max(slow, float64(end-now)/work)
 	}
 	if slow != 1 || latency != 0 {
 		work = work*slow + float64(latency)
@@ -1088,9 +1090,7 @@ func (e *Engine) retire(sh *share, now clock.Time) {
 	if sh.stack2 >= 0 {
 		sh.hbm2Mem.EndEngines(sh.stack2, id, sh.mult)
 	}
-	if sh.route != nil {
-		d.env.Fabric.End(sh.route, id, sh.mult)
-	}
+
 	for _, st := range d.statsOf(e, sh) {
 		if now > st.LastByte {
 			st.LastByte = now

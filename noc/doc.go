@@ -7,11 +7,12 @@
 // which links a transfer from one chip to another crosses (Route, by
 // dimension-order routing on a torus, shortest paths on a custom graph) and
 // what a semaphore update or a transfer's data takes to travel (the hops'
-// latency). Each direction of a link is a bandwidth server shared the way
-// an HBM stack is (package memory): a DMA engine share that starts on a
-// route is slowed by the most loaded link on it, max(1, engine rate x
-// engines active on the link / link rate), fixed when the share starts.
-// One calculation per share, never per byte or packet.
+// latency). Each direction of a link serves reservations in order at its
+// rate: a DMA engine share that starts on a route books its bytes on every
+// link of it (cut through, at the slowest link's rate, from when the
+// busiest frees) and ends no sooner than that, so no link ever carries
+// more than its bandwidth. One calculation per share, never per byte or
+// packet.
 //
 // What is not modelled (named so its influence can be judged): packet
 // switching and credit flow inside a link, the on-chip fabric's bandwidth

@@ -66,9 +66,11 @@ type LinkStats struct {
 	// From and To are chips (-1: the switch, for a switched topology).
 	From, To int
 	GBps     float64
-	// Bytes moved over the link; Shares the engine shares that crossed it.
+	// Bytes moved over the link; Shares the engine shares that crossed
+	// it; Busy the time its reservations held it.
 	Bytes  int64
 	Shares int64
+	Busy   clock.Time
 }
 
 // Fabric is a system's links and routes.
@@ -84,15 +86,8 @@ type Fabric struct {
 
 type link struct {
 	stats LinkStats
-	// active counts, per engine, the shares it has running on the link;
-	// engines is how many engines have at least one.
-	active  []engineCount
-	engines int
-}
-
-type engineCount struct {
-	engine int
-	n      int32
+	// busyUntil is when the link's last reservation ends.
+	busyUntil clock.Time
 }
 
 // New builds a fabric, checking the configuration.
@@ -380,74 +375,37 @@ func (f *Fabric) PostLatency(fromChip, fromCore, toChip, toCore int32) (clock.Ti
 	return 0, nil
 }
 
-// Begin starts n identical shares of bytes each, moved by the engines
-// numbered first.. (system-wide engine numbers), each of rate engineGBps,
-// on route r. It returns the factor (>= 1) by which the most loaded link
-// slows them.
-func (f *Fabric) Begin(r *Route, first, n int, bytes int64, engineGBps float64) float64 {
-	slow := 1.0
-	if r == nil {
-		return slow
+// Reserve books bytes on every link of route r for a transfer share that
+// is ready at now, and returns when the share's last byte can have
+// crossed: the links serve their reservations in order, each at its
+// rate, and a share streams through every link of its route at once (cut
+// through), so it holds each of them for bytes / the slowest link's rate,
+// from when the busiest of them frees. A link therefore never carries
+// more than its bandwidth. (A share that finishes later than its
+// reservation, because its engine serves other queues too, leaves the
+// link idle meanwhile: the model errs slow, never fast.)
+func (f *Fabric) Reserve(r *Route, now clock.Time, bytes int64) clock.Time {
+	if r == nil || bytes <= 0 {
+		return now
 	}
+	start := now
+	gbps := 0.0
+	for i, li := range r.Links {
+		l := &f.links[li]
+		start = clock.Max(start, l.busyUntil)
+		if i == 0 || l.stats.GBps < gbps {
+			gbps = l.stats.GBps
+		}
+	}
+	end := start + clock.FromNanoseconds(float64(bytes)/gbps)
 	for _, li := range r.Links {
 		l := &f.links[li]
-		l.stats.Bytes += bytes * int64(n)
-		l.stats.Shares += int64(n)
-		for e := first; e < first+n; e++ {
-			if l.add(e) {
-				l.engines++
-			}
-		}
-		if s := engineGBps * float64(l.engines) / l.stats.GBps; s > slow {
-			slow = s
-		}
+		l.busyUntil = end
+		l.stats.Bytes += bytes
+		l.stats.Shares++
+		l.stats.Busy += end - start
 	}
-	return slow
-}
-
-// End finishes the shares started by Begin.
-func (f *Fabric) End(r *Route, first, n int) {
-	if r == nil {
-		return
-	}
-	for _, li := range r.Links {
-		l := &f.links[li]
-		for e := first; e < first+n; e++ {
-			if l.remove(e) {
-				l.engines--
-			}
-		}
-	}
-}
-
-// add counts a share of engine e; it reports whether e was idle on the
-// link.
-func (l *link) add(e int) bool {
-	for i := range l.active {
-		if l.active[i].engine == e {
-			l.active[i].n++
-			return l.active[i].n == 1
-		}
-	}
-	l.active = append(l.active, engineCount{engine: e, n: 1})
-	return true
-}
-
-// remove uncounts a share of engine e; it reports whether e went idle.
-func (l *link) remove(e int) bool {
-	for i := range l.active {
-		if l.active[i].engine == e && l.active[i].n > 0 {
-			l.active[i].n--
-			if l.active[i].n == 0 {
-				last := len(l.active) - 1
-				l.active[i] = l.active[last]
-				l.active = l.active[:last]
-				return true
-			}
-			return false
-		}
-	}
-	return false
+	return end
 }
 
 // Stats returns every directed link's counters, in link order.

@@ -109,24 +109,31 @@ func TestEveryTorusRouteArrives(t *testing.T) {
 	}
 }
 
-func TestLinkSharing(t *testing.T) {
+func TestLinkReservations(t *testing.T) {
 	f, err := noc.New(noc.Config{Chips: 4, ChipsPerNode: 4, Kind: noc.Ring, LinkGBps: 50})
 	require.NoError(t, err)
 	r, err := f.Route(0, 1)
 	require.NoError(t, err)
-	// Two engines of 23 GB/s fit a 50 GB/s link; a third does not.
-	assert.Equal(t, 1.0, f.Begin(r, 0, 2, 1000, 23))
-	assert.InDelta(t, 3*23.0/50, f.Begin(r, 2, 1, 1000, 23), 1e-12)
-	// Another share of an engine already on the link adds no engine.
-	assert.InDelta(t, 3*23.0/50, f.Begin(r, 0, 1, 1000, 23), 1e-12)
-	f.End(r, 0, 1)
-	f.End(r, 2, 1)
-	assert.InDelta(t, 3*23.0/50, f.Begin(r, 5, 1, 1000, 23), 1e-12, "engines 0 and 1 are still on the link")
-	f.End(r, 0, 2)
-	f.End(r, 5, 1)
-	assert.Equal(t, 1.0, f.Begin(r, 6, 2, 1000, 23))
-	st := f.Stats()
-	assert.Equal(t, int64(7000), st[r.Links[0]].Bytes)
+	us := clock.Microsecond
+	// 50 KB at 50 GB/s is 1 us; a second share queues behind the first.
+	assert.Equal(t, us, f.Reserve(r, 0, 50000))
+	assert.Equal(t, 2*us, f.Reserve(r, 0, 50000))
+	// A share ready after the link freed starts when it is ready.
+	assert.Equal(t, 6*us, f.Reserve(r, 5*us, 50000))
+	// Two hops: the slowest link's rate, from when the busiest frees.
+	f2, err := noc.New(noc.Config{Chips: 4, ChipsPerNode: 4, Kind: noc.Custom, LinkGBps: 50,
+		Custom: []noc.Link{{A: 0, B: 1}, {A: 1, B: 2, GBps: 25}}})
+	require.NoError(t, err)
+	r02, err := f2.Route(0, 2)
+	require.NoError(t, err)
+	r12, err := f2.Route(1, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 2*us, f2.Reserve(r12, 0, 50000))
+	assert.Equal(t, 4*us, f2.Reserve(r02, 0, 50000), "waits for 1 -> 2, then 2 us at 25 GB/s")
+	st := f2.Stats()
+	assert.Equal(t, int64(50000), st[r02.Links[0]].Bytes)
+	assert.Equal(t, int64(100000), st[r02.Links[1]].Bytes)
+	assert.Equal(t, 4*us, st[r02.Links[1]].Busy, "never more than its rate")
 }
 
 func TestPostLatency(t *testing.T) {

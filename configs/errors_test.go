@@ -493,12 +493,12 @@ func TestLoadErrorsCrossField(t *testing.T) {
 			"  preset: trn2",
 			"  chips: 4611686018427387904",
 			"  chip: {cores: 4}",
-		), nil, "test.yaml:3:10: hardware.chips: more than 65536 chips is not supported, got 4611686018427387904"},
+		), nil, "test.yaml:3:10: hardware.chips: more than 1024 chips is not supported (routes between every pair of chips are kept), got 4611686018427387904"},
 		{"too many cores", withGEMM(
 			"hardware:",
 			"  preset: trn2",
 			"  chips: 100000",
-		), nil, "test.yaml:3:10: hardware.chips: more than 65536 chips is not supported, got 100000"},
+		), nil, "test.yaml:3:10: hardware.chips: more than 1024 chips is not supported (routes between every pair of chips are kept), got 100000"},
 	})
 }
 
@@ -872,7 +872,7 @@ func TestLoadErrorsSets(t *testing.T) {
 		// from the preset.
 		{"cores per chip", ok, []string{"hardware.chip.cores=100000"}, "--set hardware.chip.cores=100000: more than 65536 cores per chip is not supported, got 100000"},
 		{"cores in total, cores set", ok, []string{"hardware.chip.cores=40000", "hardware.chips=2"}, "--set hardware.chip.cores=40000: 2 chips x 40000 cores = 80000 cores in total; more than 65536 is not supported"},
-		{"cores in total, chips set", ok, []string{"hardware.chips=10000"}, "--set hardware.chips=10000: 10000 chips x 8 cores = 80000 cores in total; more than 65536 is not supported"},
+		{"cores in total, chips set", ok, []string{"hardware.chips=1000", "hardware.chip.cores=100"}, "--set hardware.chip.cores=100: 1000 chips x 100 cores = 100000 cores in total; more than 65536 is not supported"},
 		{"spaces around the value", ok, []string{" hardware.chip.cores = 0 "}, "--set hardware.chip.cores=0: must be greater than 0, got 0"},
 		{"value given as a mapping", ok, []string{"hardware.core.sbuf={partitions: 0}"}, "--set hardware.core.sbuf={partitions: 0}: hardware.core.sbuf.partitions: must be greater than 0, got 0"},
 		{"kind conflict blames the --set section", ok, []string{"workload.elementwise.op=exp"}, "--set workload.elementwise.op=exp: workload.elementwise is given but kind is \"gemm\""},

@@ -68,7 +68,7 @@ func (c *RunConfig) validateHardware() error {
 		{co.DMA.QueuesPerEngine > 64, "hardware.core.dma.queues_per_engine", fmt.Sprintf("more than 64 queues per engine is not supported, got %d", co.DMA.QueuesPerEngine)},
 		{co.SBUF.Partitions > 4096, "hardware.core.sbuf.partitions", "more than 4096 partitions is not supported"},
 		// (Each factor is bounded first, so the product cannot overflow.)
-		{h.Chips > 1<<16, "hardware.chips", fmt.Sprintf("more than 65536 chips is not supported, got %d", h.Chips)},
+		{h.Chips > maxChips, "hardware.chips", fmt.Sprintf("more than %d chips is not supported (routes between every pair of chips are kept), got %d", maxChips, h.Chips)},
 		{h.Chip.Cores > 1<<16, "hardware.chip.cores", fmt.Sprintf("more than 65536 cores per chip is not supported, got %d", h.Chip.Cores)},
 		{h.Chips*h.Chip.Cores > 1<<16, c.userSetOf("hardware.chip.cores", "hardware.chips"),
 			fmt.Sprintf("%d chips x %d cores = %d cores in total; more than 65536 is not supported", h.Chips, h.Chip.Cores, h.Chips*h.Chip.Cores)},
@@ -80,6 +80,11 @@ func (c *RunConfig) validateHardware() error {
 	}
 	return c.validateTopology()
 }
+
+// maxChips bounds a system's chips: the fabric keeps a route, and the
+// scheduler a hop count, for every pair (1024 chips: 64 trn2.48xlarge
+// nodes).
+const maxChips = 1024
 
 // TopologyKinds are the arrangements of a node's chips.
 var TopologyKinds = []string{"none", "ring", "2d_torus", "3d_torus", "switched", "custom"}

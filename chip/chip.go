@@ -7,6 +7,7 @@ package chip
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -275,6 +276,15 @@ func (s *system) collect() *Result {
 		}
 		ch.Cores = append(ch.Cores, cr)
 	}
+	// A chip whose HBM other chips' cores wrote or read counts too, with
+	// no cores of its own.
+	for c, m := range s.hbm {
+		if _, ok := chips[int32(c)]; !ok && m.ReadBytes+m.WriteBytes > 0 {
+			chips[int32(c)] = &ChipResult{Chip: int32(c)}
+			chipOrder = append(chipOrder, int32(c))
+		}
+	}
+	sort.Slice(chipOrder, func(i, j int) bool { return chipOrder[i] < chipOrder[j] })
 	for _, c := range chipOrder {
 		ch := chips[c]
 		ch.HBMReadBytes = s.hbm[c].ReadBytes

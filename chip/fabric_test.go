@@ -77,9 +77,14 @@ sync dma_copy Y, X queue=0
 	// A link wider than the engines leaves the engines' rate and the hop
 	// (the local copy reads and writes one stack, 2% over its rate).
 	assert.InEpsilon(t, float64(local.SimTime+clock.FromNanoseconds(300)), float64(wide.SimTime), 0.03)
-	// The bytes land on the far chip's HBM; the near one only reads.
+	// The bytes land on the far chip's HBM, which has no core running;
+	// the near one only reads.
 	assert.Equal(t, int64(bytes), oneHop.Chips[0].HBMReadBytes)
 	assert.Equal(t, int64(0), oneHop.Chips[0].HBMWriteBytes)
+	require.Len(t, oneHop.Chips, 2)
+	assert.Equal(t, int32(1), oneHop.Chips[1].Chip)
+	assert.Equal(t, int64(bytes), oneHop.Chips[1].HBMWriteBytes)
+	assert.Empty(t, oneHop.Chips[1].Cores)
 
 	// Two cores sending over the same link share it.
 	both := `.version 1

@@ -4,6 +4,7 @@ import (
 	"github.com/trnsim/trnsim/clock"
 	"github.com/trnsim/trnsim/engines"
 	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/opstats"
 )
 
 // maxActivityBins bounds the activity record; beyond it bins are merged
@@ -29,7 +30,7 @@ type activity struct {
 	maxBins int
 	compute bins
 	dma     bins
-	// coll is the DMA traffic of collective ops (collOps), for the
+	// coll is the spans of collective ops (collOps), for the
 	// communication that no compute hides.
 	coll    bins
 	collOps map[int32]bool
@@ -232,8 +233,16 @@ func (a *activity) Committed(c *engines.Commit) {
 func (a *activity) DMA(chip, core int32, engine, n int, queue int16, in *isa.Instruction, bytes int64, start, end clock.Time) {
 	if end > start {
 		a.extend(dmaRun, &a.dma, start, end)
-		if a.collOps[in.OpID] && in.OpID != 0 {
-			a.extend(collRun, &a.coll, start, end)
+	}
+}
+
+// addCollectives records each collective op's span, from its first
+// trigger to its last completion (latencies included: a small
+// collective's time is mostly latency).
+func (a *activity) addCollectives(ops []opstats.Op) {
+	for _, o := range ops {
+		if a.collOps[o.ID] && o.ID != 0 && o.End > o.Start {
+			a.extend(collRun, &a.coll, o.Start, o.End)
 		}
 	}
 }

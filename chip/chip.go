@@ -92,9 +92,10 @@ type Result struct {
 	Ops []opstats.Op
 	// Links are the links between chips that carried data, in link order.
 	Links []noc.LinkStats
-	// CommTime is the time collective traffic (Options.CollectiveOps) was
-	// in flight somewhere; ExposedCommTime the part of it during which no
-	// compute engine of any core was busy (to within 134 ns bins).
+	// CommTime is the time some collective (Options.CollectiveOps) was in
+	// flight, from its first trigger to its last completion;
+	// ExposedCommTime the part of it during which no compute engine of
+	// any core was busy (to within 134 ns bins).
 	CommTime, ExposedCommTime clock.Time
 }
 
@@ -165,13 +166,14 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	}
 	res := s.collect()
 	res.DMAComputeOverlapPct = s.act.overlapPct()
-	res.CommTime, res.ExposedCommTime = s.act.comm()
 	for _, cp := range s.cores {
 		for _, seq := range cp.core.Seqs {
 			s.perOp.AddEngine(cp.key.chip, cp.key.core, seq.Engine(), &seq.Stats)
 		}
 	}
 	res.Ops = s.perOp.Ops(res.SimTime)
+	s.act.addCollectives(res.Ops)
+	res.CommTime, res.ExposedCommTime = s.act.comm()
 	for _, l := range s.fabric.Stats() {
 		if l.Bytes > 0 {
 			res.Links = append(res.Links, l)

@@ -62,9 +62,9 @@ type Config struct {
 	// AgentBase is the vector-clock agent of queue 0; Agents the clock size.
 	AgentBase, Agents int
 	// CollectiveOverhead delays the data of a collective op on this core
-	// until that long after its first transfer was triggered (the
-	// runtime's orchestration of one collective); Env.IsCollective says
-	// which op ids are collectives.
+	// by that much after its first transfer could have started (the
+	// runtime's orchestration of one collective; an op id in a loop pays
+	// it once); Env.IsCollective says which op ids are collectives.
 	CollectiveOverhead clock.Time
 }
 
@@ -464,7 +464,7 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 		}
 		gate, ok := d.collGate[in.OpID]
 		if !ok {
-			gate = trigger + d.cfg.CollectiveOverhead
+			gate = trigger + d.cfg.StartLatency + d.cfg.CollectiveOverhead
 			d.collGate[in.OpID] = gate
 		}
 		ready = clock.Max(ready, gate)

@@ -99,10 +99,11 @@ type SlowestCore struct {
 // CommReport is the time collectives moved data, and how much of it no
 // compute hid.
 type CommReport struct {
-	// TimeS is when collective traffic was in flight on some core;
-	// ExposedS the part of it during which no compute engine of any core
-	// was busy (the communication the run waits for); ExposedPct that
-	// part of the simulated time.
+	// TimeS is when some collective was in flight (from its first
+	// trigger to its last completion) in the simulated run (with layer
+	// reuse: the simulated layers'); ExposedS the part of it during which
+	// no compute engine of any core was busy (the communication the run
+	// waits for); ExposedPct that part of the simulated time.
 	TimeS      float64 `json:"time_s"`
 	ExposedS   float64 `json:"exposed_s"`
 	ExposedPct float64 `json:"exposed_pct"`
@@ -776,8 +777,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 		line("slowest core", "chip %d core %d, done at %s: busy %s%s", sl.Chip, sl.Core, clock.Time(sl.EndS*1e15+0.5), strings.Join(busy, "  "), stall)
 	}
 	if c := r.Comm; c != nil {
-		line("communication", "collectives in flight %s, %s of it exposed (no compute engine busy): %.1f%% of the run",
-			clock.Time(c.TimeS*1e15+0.5), clock.Time(c.ExposedS*1e15+0.5), c.ExposedPct)
+		line("communication", "collectives in flight %s of the simulated %s (first trigger to last completion), %s of it exposed (no compute engine busy): %.1f%%",
+			clock.Time(c.TimeS*1e15+0.5), clock.Time(r.SimulatedTimeS*1e15+0.5), clock.Time(c.ExposedS*1e15+0.5), c.ExposedPct)
 	}
 	if len(r.Links) > 0 {
 		var total int64

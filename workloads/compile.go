@@ -439,13 +439,25 @@ func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	for _, op := range k.Ops {
 		opIDs = append(opIDs, op.OpID)
 	}
+	// A collective's op id is named by its kind, so that its traffic is
+	// measured and drawn as a collective's (an id shared with other ops
+	// stays "tile").
+	collKind := map[int32]string{}
 	for _, c := range k.Collectives() {
 		opIDs = append(opIDs, c.OpID)
+		collKind[c.OpID] = c.Kind
+	}
+	for _, op := range k.Ops {
+		delete(collKind, op.OpID)
 	}
 	for _, id := range opIDs {
 		if id != 0 && !ids[id] {
 			ids[id] = true
-			info.Ops = append(info.Ops, Op{ID: id, Name: fmt.Sprintf("op %d", id), Kind: "tile"})
+			kind := "tile"
+			if ck, ok := collKind[id]; ok {
+				kind = ck
+			}
+			info.Ops = append(info.Ops, Op{ID: id, Name: fmt.Sprintf("op %d", id), Kind: kind})
 		}
 	}
 	var in, out int64

@@ -452,6 +452,12 @@ func TestLoadErrorsCrossField(t *testing.T) {
 			"  chips: 2",
 			"  topology: {kind: custom, links: [{a: 0, b: 2}]}",
 		), nil, "test.yaml:4:35: hardware.topology.links: link 0 joins chips 0 and 2; a node has chips 0 to 1 and a link joins two different chips"},
+		{"custom topology not connected", withGEMM(
+			"hardware:",
+			"  preset: trn2",
+			"  chips: 3",
+			"  topology: {kind: custom, links: [{a: 0, b: 1}]}",
+		), nil, "test.yaml:4:35: hardware.topology.links: chip 2 is not connected to chip 0 by the custom topology's links (every chip of a node must reach every other)"},
 		{"instance and preset disagree", withGEMM(
 			"hardware:",
 			"  preset: trn1",
@@ -957,4 +963,16 @@ func TestOpWorkloadErrors(t *testing.T) {
 		{"field not read", op("name: silu, m: 4, n: 8, heads: 2"), nil, "test.yaml:4:39: workload.op.heads: silu does not read it (it reads m, n)"},
 		{"causal", op("name: silu, m: 4, n: 8, causal: true"), nil, "test.yaml:4:40: workload.op.causal: is for attention"},
 	})
+}
+
+// A topology kind set over an instance replaces its arrangement: the
+// instance's dims go with it unless given too.
+func TestTopologyKindOverInstance(t *testing.T) {
+	cfg, err := configs.LoadBytes([]byte(withGEMM("hardware:", "  instance: trn2.48xlarge", "  topology: {kind: 3d_torus}")), "test.yaml", configs.LoadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "3d_torus", cfg.Hardware.Topology.Kind)
+	assert.Empty(t, cfg.Hardware.Topology.Dims)
+	cfg, err = configs.LoadBytes([]byte(withGEMM("hardware:", "  instance: trn2.48xlarge", "  topology: {kind: 3d_torus, dims: [4, 2, 2]}")), "test.yaml", configs.LoadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []int{4, 2, 2}, cfg.Hardware.Topology.Dims)
 }

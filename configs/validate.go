@@ -95,6 +95,16 @@ func (c *RunConfig) validateTopology() error {
 	t := &h.Topology
 	perNode := h.ChipsPerNode()
 	axes := map[string]int{"ring": 1, "2d_torus": 2, "3d_torus": 3}[t.Kind]
+	if _, kindSet := c.UserSet("hardware.topology.kind"); kindSet {
+		// A kind the user set replaces the preset's arrangement: its dims
+		// and axis bandwidths go too, unless the user gave them.
+		if _, ok := c.UserSet("hardware.topology.dims"); !ok {
+			t.Dims = nil
+		}
+		if _, ok := c.UserSet("hardware.topology.axis_bandwidth_gbps"); !ok {
+			t.AxisBandwidthGBps = nil
+		}
+	}
 	if len(t.Dims) > 0 {
 		if axes == 0 {
 			return c.errAtPath("hardware.topology.dims", "only ring, 2d_torus and 3d_torus take dims, not %s", t.Kind)
@@ -133,6 +143,36 @@ func (c *RunConfig) validateTopology() error {
 	}
 	if t.Kind != "none" && t.Kind != "custom" && perNode > 1 && h.Chip.Links.LinkBandwidthGBps <= 0 && len(t.AxisBandwidthGBps) == 0 {
 		return c.errAtPath("hardware.chip.links.link_bandwidth_gbps", "must be positive for a %s of %d chips", t.Kind, perNode)
+	}
+	if t.Kind == "custom" {
+		// Every link has a bandwidth, and every chip of a node reaches
+		// every other.
+		adj := make([][]int, perNode)
+		for i, l := range t.Links {
+			if l.BandwidthGBps <= 0 && h.Chip.Links.LinkBandwidthGBps <= 0 {
+				return c.errAtPath(c.userSetOf("hardware.chip.links.link_bandwidth_gbps", "hardware.topology.links"), "link %d (chips %d-%d) has no bandwidth: give it bandwidth_gbps or set hardware.chip.links.link_bandwidth_gbps", i, l.A, l.B)
+			}
+			adj[l.A] = append(adj[l.A], l.B)
+			adj[l.B] = append(adj[l.B], l.A)
+		}
+		seen := make([]bool, perNode)
+		stack := []int{0}
+		seen[0] = true
+		for len(stack) > 0 {
+			x := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, y := range adj[x] {
+				if !seen[y] {
+					seen[y] = true
+					stack = append(stack, y)
+				}
+			}
+		}
+		for chip, ok := range seen {
+			if !ok {
+				return c.errAtPath("hardware.topology.links", "chip %d is not connected to chip 0 by the custom topology's links (every chip of a node must reach every other)", chip)
+			}
+		}
 	}
 	return nil
 }

@@ -486,7 +486,7 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 	t.deferred, t.deferredAt, t.retired = 0, 0, false
 	route, err := d.fabricOf(&p, t)
 	if err != nil {
-		return fmt.Errorf("%s: %w", d.env.Describe(in), err)
+		return err // the sequencer names the instruction
 	}
 	hbm1, hbm2 := d.hbmOf(p.srcChip), d.hbmOf(p.dstChip)
 	if p.hbm != nil && p.hbmWrite {

@@ -70,8 +70,10 @@ type plan struct {
 
 func modelPlan(cfg *configs.RunConfig) plan {
 	p := plan{tp: max(cfg.Parallel.TP, 1), replicas: max(cfg.Parallel.Replicas, 1), lnc: max(cfg.Hardware.Chip.LNC, 1)}
+	// A copy of one rank runs on one physical core (as a model without a
+	// plan does); a tensor-parallel copy's ranks are logical cores.
 	p.shard = p.tp * p.lnc
-	if p.tp*p.replicas == 1 {
+	if p.tp == 1 {
 		p.shard, p.lnc = 1, 1
 	}
 	p.ranks = p.shard * p.replicas
@@ -131,9 +133,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	pl := modelPlan(cfg)
 	if _, err := c.Shard(int64(pl.shard)); err != nil {
 		if pl.lnc > 1 {
-			if _, err1 := c.Shard(int64(pl.tp)); err1 == nil {
-				return nil, nil, cfg.FieldError("parallel.tp", "at hardware.chip.lnc %d each of the %d ranks is %d physical cores, which split its work as tensor parallelism too, so the model must divide by tp x lnc = %d: %v (set hardware.chip.lnc: 1, or a smaller tp)", pl.lnc, pl.tp, pl.lnc, pl.shard, err)
-			}
+			return nil, nil, cfg.FieldError("parallel.tp", "at hardware.chip.lnc %d each of the %d ranks is %d physical cores, which split its work as tensor parallelism too, so the model must divide by tp %d x lnc %d = %d: %v (set hardware.chip.lnc: 1, or a smaller tp)", pl.lnc, pl.tp, pl.lnc, pl.tp, pl.lnc, pl.shard, err)
 		}
 		return nil, nil, cfg.FieldError("parallel.tp", "%v", err)
 	}

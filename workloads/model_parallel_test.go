@@ -152,7 +152,7 @@ func TestParallelPlanErrors(t *testing.T) {
 	for _, c := range []struct{ hw, model, par, want string }{
 		{"{preset: trn2, chip: {lnc: 1}}", "llama-3-8b", "{tp: 3}", "parallel.tp: llama-3-8b: num_attention_heads 32 does not divide by tp 3"},
 		{"{instance: trn2.48xlarge}", "llama-3-8b", "{tp: 32}", "at hardware.chip.lnc 2 each of the 32 ranks is 2 physical cores"},
-		{"{instance: trn2.48xlarge}", "llama-3-70b", "{tp: 64}", "parallel.tp: at hardware.chip.lnc 2 each of the 64 ranks is 2 physical cores, which split its work as tensor parallelism too, so the model must divide by tp x lnc = 128"},
+		{"{instance: trn2.48xlarge}", "llama-3-70b", "{tp: 64}", "parallel.tp: at hardware.chip.lnc 2 each of the 64 ranks is 2 physical cores, which split its work as tensor parallelism too, so the model must divide by tp 64 x lnc 2 = 128: llama-3-70b: num_attention_heads 64 is fewer than tp 128"},
 		{"{preset: trn2, chip: {lnc: 1}}", "llama-3-70b", "{tp: 8}", "the model does not fit one rank's HBM"},
 		{"{preset: trn2, chip: {lnc: 1}}", "llama-3-8b", "{}", "parallel.tp splits it over more cores"},
 	} {

@@ -37,6 +37,9 @@ func (c *Config) Shard(tp int64) (*Config, error) {
 	if tp <= 1 {
 		return c, nil
 	}
+	if tp > c.Heads {
+		return nil, fmt.Errorf("%s: num_attention_heads %d is fewer than tp %d (attention heads are split across the ranks: at most %d ranks)", c.Name, c.Heads, tp, c.Heads)
+	}
 	if c.Heads%tp != 0 {
 		return nil, fmt.Errorf("%s: num_attention_heads %d does not divide by tp %d (attention heads are split across the ranks; %d heads per rank would need tp %d or %d)",
 			c.Name, c.Heads, tp, c.Heads/tp, divisorBelow(c.Heads, tp), divisorAbove(c.Heads, tp))

@@ -320,7 +320,7 @@ func printResolved(w io.Writer, cfg *configs.RunConfig) {
 	}
 	fmt.Fprintf(w, "\n# workload\n")
 	for _, f := range configs.Fields(cfg) {
-		if strings.HasPrefix(f.Path, "workload.") || strings.HasPrefix(f.Path, "outputs.") {
+		if strings.HasPrefix(f.Path, "workload.") || strings.HasPrefix(f.Path, "parallel.") || strings.HasPrefix(f.Path, "outputs.") {
 			if f.Value == "" || f.Value == "0" {
 				continue
 			}
@@ -352,19 +352,21 @@ func newPresetsCmd(stdout io.Writer) *cobra.Command {
 					fmt.Sprintf("%.0f GB/s", float64(c.DMA.Engines)*c.DMA.EngineBandwidthGBps),
 					h.Description)
 			}
-			fmt.Fprintf(stdout, "\n%-17s %-6s %-6s %-14s %-10s %-12s %-9s %s\n", "instance", "chip", "chips", "cores", "topology", "link", "EFA/chip", "description")
+			fmt.Fprintf(stdout, "\n%-17s %-6s %-6s %-14s %-10s %-15s %-9s %s\n", "instance", "chip", "chips", "cores", "topology", "link", "EFA/chip", "description")
 			for _, name := range configs.InstanceNames() {
 				h, _, base, err := configs.Instance(name)
 				if err != nil {
 					return err
 				}
 				topo := h.Topology.Kind
-				if len(h.Topology.Dims) > 0 {
+				if len(h.Topology.Dims) > 1 {
 					var d []string
 					for _, x := range h.Topology.Dims {
 						d = append(d, fmt.Sprint(x))
 					}
 					topo = strings.Join(d, "x")
+				} else if len(h.Topology.Dims) == 1 {
+					topo = fmt.Sprintf("ring %d", h.Topology.Dims[0])
 				}
 				if h.Chips == 1 {
 					topo = "-"
@@ -376,15 +378,22 @@ func newPresetsCmd(stdout io.Writer) *cobra.Command {
 				link := "-"
 				if h.Chips > 1 {
 					link = fmt.Sprintf("%.0f GB/s", h.Chip.Links.LinkBandwidthGBps)
-					if n := len(h.Topology.AxisBandwidthGBps); n > 0 {
-						link = fmt.Sprintf("%.0f-%.0f GB/s", h.Topology.AxisBandwidthGBps[n-1], h.Topology.AxisBandwidthGBps[0])
+					if ax := h.Topology.AxisBandwidthGBps; len(ax) > 0 {
+						lo, hi := ax[0], ax[0]
+						for _, b := range ax {
+							lo, hi = min(lo, b), max(hi, b)
+						}
+						link = fmt.Sprintf("%.0f-%.0f GB/s", lo, hi)
+					}
+					if h.Topology.Kind == "switched" {
+						link = fmt.Sprintf("%.0f GB/s port", float64(h.Chip.Links.Count)*h.Chip.Links.LinkBandwidthGBps)
 					}
 				}
 				efa := "-"
 				if h.EFA.ChipBandwidthGBps > 0 {
 					efa = fmt.Sprintf("%g GB/s", h.EFA.ChipBandwidthGBps)
 				}
-				fmt.Fprintf(stdout, "%-17s %-6s %-6d %-14s %-10s %-12s %-9s %s\n", name, base, h.Chips, cores, topo, link, efa, h.Description)
+				fmt.Fprintf(stdout, "%-17s %-6s %-6d %-14s %-10s %-15s %-9s %s\n", name, base, h.Chips, cores, topo, link, efa, h.Description)
 			}
 			return nil
 		},

@@ -58,12 +58,14 @@ func TestQuantisedGEMM(t *testing.T) {
 						core.Engines[isa.EngineVector].OpCounts[isa.OpTensorCopy], "conversions")
 					t.Logf("auto plan %v %v: %v", plan.Choices(), plan.Notes(), res.SimTime)
 					// The same blocks for BF16 and int8 weights (loop order nkm:
-					// B read once, A once per N block): the weights' bytes are
-					// what each reads beyond A and the scales.
+					// B read once, A once per N block, or once when resident):
+					// the weights' bytes are what each reads beyond A and the
+					// scales.
 					o := kernels.GEMMOptions{Order: kernels.OrderNKM, BlockM: 128, BlockN: 512, BlockK: 256}
-					r16, _ := runGEMM(t, preset, bf, o)
-					r8, _ := runGEMM(t, preset, q, o)
-					aBytes := m * k * 2 * ((n + 511) / 512)
+					r16, p16 := runGEMM(t, preset, bf, o)
+					r8, p8 := runGEMM(t, preset, q, o)
+					require.Equal(t, p16.AReads(), p8.AReads())
+					aBytes := m * k * 2 * p16.AReads() // per N block, or once when A is resident
 					scales := min(m, 128) * n * 2
 					w16 := r16.Chips[0].HBMReadBytes - aBytes
 					w8 := r8.Chips[0].HBMReadBytes - aBytes - scales

@@ -98,8 +98,19 @@ func checkDequant(g GEMM) error {
 // pins the last three), or -1 without quantised weights or with fewer
 // than four queues.
 func weightQueue(tg *sched.Target, g GEMM) int {
+	if !g.Dequant {
+		return -1
+	}
+	return streamQueue(tg)
+}
+
+// streamQueue is the DMA queue weights streamed ahead of their use keep
+// to (quantised weights, a streamed B): the fourth last the scheduler
+// hands out (the elementwise kernel pins the last three), or -1 with fewer
+// than four queues.
+func streamQueue(tg *sched.Target) int {
 	n := tg.Limits.DMAQueues
-	if !g.Dequant || n < 4 {
+	if n < 4 {
 		return -1
 	}
 	classes := max(tg.DMAQoSClasses, 1)

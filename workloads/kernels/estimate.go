@@ -160,11 +160,15 @@ func fmax(a, b float64) float64 {
 
 // step is one class of the plan's steps (a K block of a result block).
 type step struct {
-	w           blockWork
-	first       bool
-	count       float64
-	ms, ns, ks  int64
-	bytes, trPE float64
+	w blockWork
+	// copies and adds are the shares of the step's result tiles it
+	// evacuates by a copy (the first K block, or with PSUMK the last) and
+	// by an add into the SBUF partial sums (the other K blocks); a class
+	// of steps of which one in n evacuates has 1/n.
+	copies, adds float64
+	count        float64
+	ms, ns, ks   int64
+	bytes, trPE  float64
 	// storeNs is the part of the step's DMA time that is its share of the
 	// result block's store (its latency is the result buffers' to hide,
 	// not the input buffers').
@@ -251,7 +255,7 @@ func (e *estimator) block(ms, ns, ks int64, doubleRow bool, res int) blockWork {
 func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []DequantEngine, out []Estimate) {
 	g := p.G
 	res := 0
-	if g.K > p.BK {
+	if !p.kOnce() {
 		res = 1
 	}
 	nBK, nBM := ceilDiv(g.K, p.BK), ceilDiv(g.M, p.BM)
@@ -266,6 +270,8 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 		transposeEff = eff
 	}
 	tensorT := g.AMK && p.Transpose == TransposeTensor
+	aRes := p.aResFor(p.Order, p.BM)
+	nBN := ceilDiv(g.N, p.BN)
 	steps := e.steps[:0]
 	defer func() { e.steps = steps[:0] }()
 	nfull, nlast := pieces(g.N, p.BN)
@@ -285,18 +291,54 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 					continue
 				}
 				ms, ns, ks := mb[0], nb[0], kb[0]
-				st := step{w: e.block(ms, ns, ks, p.DoubleRow, res), first: ki == 0, count: float64(nb[1]*mb[1]*kb[1]) * batch, ms: ms, ns: ns, ks: ks}
+				st := step{w: e.block(ms, ns, ks, p.DoubleRow, res), count: float64(nb[1]*mb[1]*kb[1]) * batch, ms: ms, ns: ns, ks: ks}
+				// The last K block's class (a kfull-th of the middle class).
+				lastK := ki == 2 || (ki == 1 && klast == 0) || (ki == 0 && kfull == 0 && klast == 0)
+				switch {
+				case !p.PSUMK && ki == 0:
+					st.copies = 1
+				case !p.PSUMK:
+					st.adds = 1
+				case lastK:
+					// K in PSUM: one copy per result tile, after the last K block.
+					st.copies = 1 / float64(kb[1])
+				}
 				// The step's loads: its A block, its B block, and its share
 				// of the result block's store, with their descriptors (one
 				// per contiguous row piece).
 				aBytes := float64(ks*ms) * eb / transposeEff
 				bBytes := float64(ks*ns) * wb
-				st.bytes = aBytes + bBytes + float64(ms*ns)*outB/float64(nBK)
 				aDescs := e.descs(ks, ms, eb)
-				if g.AMK {
+				if g.AMK && !(p.Transpose == TransposeDMA) {
+					// A's rows as stored, for TensorE transposes (a DMA
+					// transpose, like A^T, has a descriptor per row of A^T).
 					aDescs = e.descs(ms, ks, eb)
 				}
+				if aRes {
+					// A resident: loaded (and transposed) during the first
+					// N block only; spread over all of them.
+					aBytes /= float64(nBN)
+					aDescs /= float64(nBN)
+				}
+				st.bytes = aBytes + bBytes + float64(ms*ns)*outB/float64(nBK)
 				bDescs := e.descs(ks, ns, wb)
+				if g.BTiled {
+					// Pre-tiled: each partition's full K tiles of the block in one
+					// run (one per tile when the block is narrower than BN), the
+					// partial tile's rows in another.
+					kf, kl := pieces(ks, 128)
+					switch {
+					case kf > 0 && ns == p.BN:
+						bDescs = e.descs(128, kf*ns, wb)
+					case kf > 0:
+						bDescs = e.descs(128*kf, ns, wb)
+					default:
+						bDescs = 0
+					}
+					if kl > 0 {
+						bDescs += e.descs(kl, ns, wb)
+					}
+				}
 				st.descs = aDescs + bDescs + e.descs(ms, ns, outB)/float64(nBK)
 				if g.Dequant {
 					// The B block's conversion, and this step's share of its N
@@ -304,8 +346,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 					st.deq = e.dequantBlock(ks, ns)
 					// The last K block of a result block multiplies it by the
 					// scales (a class of kfull steps: a kfull-th each).
-					switch {
-					case ki == 2 || (ki == 1 && klast == 0) || (ki == 0 && kfull == 0 && klast == 0):
+					if lastK {
 						st.scale = e.scaleBlock(ms, ns, p.ResultDType()) / float64(kb[1])
 					}
 					share := float64(ceilDiv(g.M, p.BM) * nBK)
@@ -321,6 +362,10 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 							st.trPE += float64(mc*kc) * e.c.transposePE[mi][kj]
 							st.trCopy += float64(mc*kc) * e.c.transposeCopy[mi][kj]
 						}
+					}
+					if aRes {
+						st.trPE /= float64(nBN)
+						st.trCopy /= float64(nBN)
 					}
 				}
 				if p.Order == OrderNKM && nBM > 1 {
@@ -350,12 +395,9 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 		for i := range steps {
 			st := &steps[i]
 			base.TensorNs += st.count * (st.w.pe + st.trPE)
-			if st.first {
-				copiesV += st.count * st.w.copyV
-				copiesS += st.count * st.w.copyS
-			} else {
-				adds += st.count * st.w.add
-			}
+			copiesV += st.count * st.copies * st.w.copyV
+			copiesS += st.count * st.copies * st.w.copyS
+			adds += st.count * st.adds * st.w.add
 			base.DMANs += st.count * (st.bytes/e.bw + st.descs*e.descNs)
 			for j := range deqTotal {
 				deqTotal[j] += st.count * st.deq[j]
@@ -382,7 +424,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 		base.ScalarNs = fS * copiesS
 		for di, dq := range deqs {
 			est := base
-			fold := p.G.K <= p.BK && ev == EvacVector // the evacuations apply the scales
+			fold := p.kOnce() && ev == EvacVector // the evacuations apply the scales
 			if g.Dequant && !fold {
 				for i := range steps {
 					est.VectorNs += steps[i].count * steps[i].scale
@@ -397,11 +439,9 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 			for i := range steps {
 				st := &steps[i]
 				c := st.w.pe + st.trPE
-				ev := st.w.add + st.trCopy
-				var sc, gp float64
-				if st.first {
-					ev, sc = fV*st.w.copyV+st.trCopy, fS*st.w.copyS
-				}
+				ev := st.adds*st.w.add + st.copies*fV*st.w.copyV + st.trCopy
+				sc := st.copies * fS * st.w.copyS
+				var gp float64
 				var conv float64 // a single buffer's wait for the conversion
 				if g.Dequant && !fold {
 					ev += st.scale
@@ -433,7 +473,14 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 				}
 			}
 			bm, bn := min(p.BM, g.M), min(p.BN, g.N)
-			est.FillNs = (float64(kFirst*bm)*eb+float64(kFirst*bn)*wb)/e.bw + lat
+			aFill := float64(kFirst*bm) * eb
+			if aRes {
+				// A resident: all of it loaded by the first step, a transfer
+				// per K block, the first of them on the trigger's queues
+				// together (three), ahead of the first K block's multiplies.
+				aFill = float64(min(g.K, 3*p.BK)*bm) * eb / transposeEff
+			}
+			est.FillNs = (aFill+float64(kFirst*bn)*wb)/e.bw + lat
 			if g.Dequant {
 				// The first K tile's conversion before the first multiply.
 				est.FillNs += dq.first(e.dequantBlock(min(kFirst, 128), bn))
@@ -441,7 +488,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 			storeNs := float64(bm*bn)*outB/e.bw + lat
 			last := steps[len(steps)-1].w
 			lastEvac := e.c.copyV[res][last.evacM][last.evacN]
-			if nBK > 1 {
+			if !p.kOnce() {
 				lastEvac = e.c.add[res][last.evacM][last.evacN]
 			}
 			est.DrainNs = lastEvac + storeNs

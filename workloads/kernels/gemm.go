@@ -31,6 +31,13 @@ type GEMM struct {
 	// the result before the epilogue (dequant.go).
 	Dequant     bool
 	WeightDType isa.DType
+	// BTiled stores B pre-tiled for the plan's blocks, as a compiler lays
+	// out weights ahead of time for the kernel that reads them: [N blocks
+	// x 128, K tiles, BN] (GEMMPlan.BShape), row nb*128 + p, tile t holding
+	// B[t*128 + p, nb*BN : nb*BN + BN] (zero past K and N), so that each
+	// partition's rows of a block are one contiguous run in HBM. One GEMM
+	// (no batch).
+	BTiled bool
 }
 
 // BDType returns B's dtype in HBM.
@@ -136,6 +143,19 @@ type GEMMOptions struct {
 	// chooses by estimated time.
 	Dequantize    DequantEngine
 	DequantizeSet bool
+	// SBUFBytes, when set, is the SBUF per partition the plan's working
+	// set may take (less than the whole: room left for what runs beside
+	// it, such as the next op's prefetched weights).
+	SBUFBytes int64
+	// WeightSlotBytes, when set, streams B (one GEMM, loop order nkm or
+	// one M block) through the slots of one kernel-level tile of at most
+	// that many bytes per partition (at least Buffers blocks), loaded in
+	// order on a DMA queue of their own, the first blocks by the kernel's
+	// first statement (the head, GEMMPlan.HeadStmts), which a caller may
+	// move earlier in program order to prefetch them. Quantised weights
+	// stream as stored, each block converted a step ahead of its
+	// multiplies as ever.
+	WeightSlotBytes int64
 	// OpID is the workload op the instructions belong to.
 	OpID int32
 }
@@ -156,20 +176,144 @@ type GEMMPlan struct {
 	DoubleRow bool
 	// Dequantize is the engine that converts quantised weights;
 	// weightQueue the DMA queue their loads keep to (-1: none).
-	Dequantize         DequantEngine
-	weightQueue        int
+	Dequantize  DequantEngine
+	weightQueue int
+	// PSUMK is set when K spans several blocks and every M tile's
+	// accumulation group of an N block stays in PSUM across them (one M
+	// block, loop order nkm, two such sets of groups fitting the banks):
+	// the K blocks accumulate in PSUM and each result tile is evacuated
+	// once, with no partial sums in SBUF (see psumKFor).
+	PSUMK bool
+	// BSlots is the number of B blocks of a streamed B (the
+	// GEMMOptions.WeightSlotBytes mode; 0 otherwise) and BHead how many of
+	// them the head loads (all of B's blocks when they all fit).
+	BSlots, BHead int64
+	// AResident is set when the whole of A^T stays in SBUF (one M block,
+	// loop order nkm): loaded by the first step (a transfer per K block),
+	// TensorE-transposed, where it is, by K block a step ahead of the
+	// multiplies of the first N block, and read by every N block (see
+	// aResFor). K in PSUM (PSUMK) takes it.
+	AResident bool
+	// groupBanksAvail is the PSUM banks the accumulation groups may use
+	// (the transpose mode's), for psumKFor.
+	groupBanksAvail    int64
 	banksPerTile, tile int64 // PSUM banks per moving tile, and its pitch in elements
 	auto               map[string]bool
 	opID               int32
 }
 
+// BShape returns the shape of B in HBM: [Batch*K, N], or pre-tiled
+// (BTiled) [ceil(N/BN)*128, ceil(K/128), BN].
+func (p *GEMMPlan) BShape() []int64 {
+	g := p.G
+	if g.BTiled {
+		return []int64{ceilDiv(g.N, p.BN) * 128, ceilDiv(g.K, 128), p.BN}
+	}
+	return []int64{max(g.Batch, 1) * g.K, g.N}
+}
+
 // ResultDType returns the dtype of the SBUF result blocks.
 func (p *GEMMPlan) ResultDType() isa.DType {
-	if p.G.K <= p.BK {
+	if p.G.K <= p.BK || p.PSUMK {
 		return p.G.Out
 	}
 	return p.AccDT
 }
+
+// psumKFor reports whether a plan with these blocks accumulates K across
+// its blocks in PSUM: K spans several blocks, there is one M block (loop
+// order nkm, so the K blocks of an N block follow one another), and the
+// accumulation groups of all its M tiles fit the banks twice over (an N
+// block's groups are evacuated while the next N block's fill the
+// others). Each result tile is then evacuated once, by a copy, instead of
+// a copy and an add per further K block through an SBUF partial sum.
+func (p *GEMMPlan) psumKFor(order LoopOrder, bm, bn, bk int64) bool {
+	g := p.G
+	if g.K <= bk || order != OrderNKM || g.M > bm || p.TN <= 0 || g.Dequant {
+		// (Not with quantised weights: their conversion pipeline, one
+		// block ahead, wants K blocks the adds' cost keeps large.)
+		return false
+	}
+	groupBanks := (bn / p.TN) * p.banksPerTile
+	return groupBanks > 0 && 2*ceilDiv(g.M, 128)*groupBanks <= p.groupBanksAvail
+}
+
+// streamable reports whether B may be streamed through kernel-level
+// slots (GEMMOptions.WeightSlotBytes): B of one GEMM, each B block used
+// once in loop order (nkm, or one M block). Quantised weights stream as
+// stored, their conversions one block ahead as ever.
+func (p *GEMMPlan) streamable() bool {
+	g := p.G
+	return max(g.Batch, 1) == 1 && (p.Order == OrderNKM || g.M <= p.BM)
+}
+
+// HeadStmts returns how many of the kernel's first statements load the
+// head of a streamed B (GEMMOptions.WeightSlotBytes): they read only B
+// and write only its slots, so a caller may move them earlier in program
+// order, to prefetch the weights while the work before runs.
+func (p *GEMMPlan) HeadStmts() int {
+	if p.BHead > 0 {
+		return 1
+	}
+	return 0
+}
+
+// SlotTileName names a streamed B's slot tile in the GEMM's kernel (a
+// caller may pin its placement).
+const SlotTileName = "bs"
+
+// SlotSBUFBytes returns the SBUF per partition of a streamed B's slots.
+func (p *GEMMPlan) SlotSBUFBytes() int64 {
+	return mul(p.BSlots, roundUp(mul(p.BK/128, p.BN, int64(p.G.BDType().Bytes())), 64))
+}
+
+// aResFor reports whether a plan with this order and M block keeps A
+// resident (AResident, where it applies: one M block in loop order nkm).
+func (p *GEMMPlan) aResFor(order LoopOrder, bm int64) bool {
+	return p.AResident && order == OrderNKM && p.G.M <= bm
+}
+
+// aSBUFBytes returns the SBUF bytes per partition of the A blocks: NBuf
+// rotating K blocks, or all of A^T when resident (with, for TensorE
+// transposes, the rows of A as loaded, all of them when resident).
+func (p *GEMMPlan) aSBUFBytes(order LoopOrder, bm, bk int64) int64 {
+	eb := int64(p.G.In.Bytes())
+	slot := func(b int64) int64 { return roundUp(b, 64) }
+	tensorT := p.G.AMK && p.Transpose == TransposeTensor
+	if p.aResFor(order, bm) {
+		kAll := roundUp(p.G.K, 128)
+		n := slot(mul(kAll/128, min(bm, p.G.M), eb))
+		if tensorT {
+			n = add(n, slot(mul(ceilDiv(min(p.G.M, bm), 128), kAll, eb)))
+		}
+		return n
+	}
+	n := mul(p.NBuf, slot(mul(bk/128, bm, eb)))
+	if tensorT {
+		n = add(n, mul(2, slot(mul(bk, eb)))) // A rows staged for TensorE transposes
+	}
+	return n
+}
+
+// foldBias reports whether the epilogue's bias is added by the
+// evacuations (VectorE's, each result tile's only one: an add of the PSUM
+// tile and the bias at the copy's cost), not by a pass over the finished
+// block. Not with quantised weights, whose scales multiply first.
+func (p *GEMMPlan) foldBias() bool {
+	return p.G.Epilogue.Bias && !p.G.Dequant && p.kOnce() && p.Evacuate == EvacVector
+}
+
+// residentFits reports whether the nkm plan with these blocks, K in PSUM
+// and A resident fits cap.
+func (p *GEMMPlan) residentFits(bn, bm, bk, nres, cap int64) bool {
+	q := *p
+	q.AResident = true
+	return q.sbufBytesOf(OrderNKM, bn, bm, bk, nres) <= cap
+}
+
+// kOnce reports whether each result tile is evacuated once (K in one
+// block, or accumulated in PSUM across its blocks).
+func (p *GEMMPlan) kOnce() bool { return p.G.K <= p.BK || p.PSUMK }
 
 // sbufBytes returns the SBUF bytes per partition a plan needs, as the
 // scheduler places it (every tile slot rounded to 64 bytes).
@@ -195,19 +339,16 @@ func (p *GEMMPlan) sbufBytesSat(order LoopOrder, bn, bm, bk, nres int64) int64 {
 		perRes = ceilDiv(p.G.M, bm)
 	}
 	resDT := p.G.Out
-	if p.G.K > bk {
+	if p.G.K > bk && !p.psumKFor(order, bm, bn, bk) {
 		resDT = p.AccDT
 	}
-	n := add(mul(p.NBuf, add(slot(mul(kt, bm, eb)), slot(mul(kt, bn, eb)))),
+	n := add(p.aSBUFBytes(order, bm, bk), mul(p.NBuf, slot(mul(kt, bn, eb))),
 		mul(nres, slot(mul(perRes, bm/128, bn, int64(resDT.Bytes())))))
 	if p.G.Epilogue.HasR() {
 		n = add(n, mul(2, slot(mul(bm/128, bn, int64(p.G.Out.Bytes()))))) // R blocks
 	}
 	if p.G.Epilogue.Bias {
 		n = add(n, add(slot(mul(p.G.N, int64(p.G.Out.Bytes()))), 64)) // the bias row, its gather index
-	}
-	if p.G.AMK && p.Transpose == TransposeTensor {
-		n = add(n, mul(2, slot(mul(bk, eb)))) // A rows staged for TensorE transposes
 	}
 	if p.G.Dequant {
 		n = add(n, mul(p.NBuf, slot(mul(kt, bn, int64(p.G.WeightDType.Bytes())))), p.scaleSBUFBytes(bn)) // B as stored, the scales
@@ -224,25 +365,43 @@ func (p *GEMMPlan) sbufBytesSmall(order LoopOrder, bn, bm, bk, nres int64) int64
 		perRes = (p.G.M + bm - 1) / bm
 	}
 	resDT := p.G.Out
-	if p.G.K > bk {
+	if p.G.K > bk && !p.psumKFor(order, bm, bn, bk) {
 		resDT = p.AccDT
 	}
 	kt := bk / 128
-	n := p.NBuf*(slot(kt*bm*eb)+slot(kt*bn*eb)) + nres*slot(perRes*(bm/128)*bn*int64(resDT.Bytes()))
+	var n int64
+	if p.aResFor(order, bm) {
+		n = p.aSBUFBytes(order, bm, bk)
+	} else {
+		n = p.NBuf * slot(kt*bm*eb)
+		if p.G.AMK && p.Transpose == TransposeTensor {
+			n += 2 * slot(bk*eb)
+		}
+	}
+	n += p.NBuf*slot(kt*bn*eb) + nres*slot(perRes*(bm/128)*bn*int64(resDT.Bytes()))
 	if p.G.Epilogue.HasR() {
 		n += 2 * slot((bm/128)*bn*int64(p.G.Out.Bytes())) // R blocks
 	}
 	if p.G.Epilogue.Bias {
 		n += slot(p.G.N*int64(p.G.Out.Bytes())) + 64 // the bias row, its gather index
 	}
-	if p.G.AMK && p.Transpose == TransposeTensor {
-		n += 2 * slot(bk*eb)
-	}
 	if p.G.Dequant {
 		n += p.NBuf*slot(kt*bn*int64(p.G.WeightDType.Bytes())) + p.scaleSBUFBytes(bn)
 	}
 	return n
 }
+
+// AReads returns how many times the plan reads A from HBM: once per N
+// block, or once when A stays resident.
+func (p *GEMMPlan) AReads() int64 {
+	if p.aResFor(p.Order, p.BM) {
+		return 1
+	}
+	return ceilDiv(p.G.N, p.BN)
+}
+
+// HBMBytes returns the HBM bytes the plan's transfers move.
+func (p *GEMMPlan) HBMBytes() int64 { return p.dmaBytes() }
 
 // dmaBytes returns the HBM traffic of a plan.
 func (p *GEMMPlan) dmaBytes() int64 {
@@ -252,7 +411,8 @@ func (p *GEMMPlan) dmaBytes() int64 {
 	if p.Order == OrderNKM {
 		bReads = 1
 	}
-	return add(mul(max(g.Batch, 1), add(mul(g.K, g.M, eb, ceilDiv(g.N, p.BN)), mul(g.K, g.N, int64(g.BDType().Bytes()), bReads), mul(g.M, g.N, int64(g.Out.Bytes())))),
+	aReads := p.AReads()
+	return add(mul(max(g.Batch, 1), add(mul(g.K, g.M, eb, aReads), mul(g.K, g.N, int64(g.BDType().Bytes()), bReads), mul(g.M, g.N, int64(g.Out.Bytes())))),
 		p.scaleHBMBytes())
 }
 
@@ -262,6 +422,9 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	lim := tg.Limits
 	if err := checkDequant(g); err != nil {
 		return nil, err
+	}
+	if g.BTiled && max(g.Batch, 1) > 1 {
+		return nil, fmt.Errorf("gemm: a pre-tiled B takes one GEMM, not a batch of %d", g.Batch)
 	}
 	p := &GEMMPlan{G: g, auto: map[string]bool{}, Evacuate: o.Evacuate, Transpose: o.Transpose, Dequantize: o.Dequantize, opID: o.OpID,
 		weightQueue: weightQueue(tg, g)}
@@ -452,6 +615,12 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	} else {
 		p.auto["result_buffers"] = true
 	}
+	// A resident (one M block in nkm) or in rotating K blocks: both,
+	// where it can apply.
+	aress := []bool{false}
+	if g.M <= 4096 {
+		aress = append(aress, true)
+	}
 	evacs := []Evacuation{p.Evacuate}
 	if !o.EvacuateSet {
 		evacs = []Evacuation{EvacVector, EvacAuto}
@@ -471,6 +640,9 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	// (the simulator's cost table; see estimate.go), ties to fewer HBM
 	// bytes and bigger blocks.
 	sbufCap := lim.SBUFPartitionBytes
+	if o.SBUFBytes > 0 && o.SBUFBytes < sbufCap {
+		sbufCap = o.SBUFBytes
+	}
 	var best *GEMMPlan
 	// minNs is the least estimate seen: a plan within tieFraction of it
 	// that better() prefers wins, without the choice drifting upwards.
@@ -482,52 +654,71 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 				p.Transpose, p.AccDT, p.NBuf = tr, acc, nbuf
 				est := newEstimator(tg, g, p.TN, acc)
 				gb := banksFor(tr)
+				p.groupBanksAvail = gb
 				for _, order := range orders {
 					for _, bn := range blockNs(gb) {
 						for _, bm := range bms {
-							for _, nres := range nress {
-								// The biggest K block that fits, the even splits of K
-								// and the powers of two below it compete (small blocks
-								// pipeline the loads of a DMA-bound GEMM better).
-								kmax := int64(0)
-								for _, bk := range bks {
-									if bk > kmax && p.sbufBytesOf(order, bn, bm, bk, nres) <= sbufCap {
-										kmax = bk
-									}
+							for _, ares := range aress {
+								if ares && !(order == OrderNKM && g.M <= bm) {
+									continue // A resident takes one M block in nkm
 								}
-								for _, bk := range bks {
-									if kmax == 0 || bk > kmax || (bk != kmax && !evenSplit(g.K, bk) && bk&(bk-1) != 0) ||
-										p.sbufBytesOf(order, bn, bm, bk, nres) > sbufCap {
-										// (A smaller K block can need more SBUF: K
-										// in several blocks accumulates in AccDT.)
-										continue
+								p.AResident = ares
+								for _, nres := range nress {
+									// The biggest K block that fits, the even splits of K
+									// and the powers of two below it compete (small blocks
+									// pipeline the loads of a DMA-bound GEMM better).
+									kmax := int64(0)
+									for _, bk := range bks {
+										if bk > kmax && p.sbufBytesOf(order, bn, bm, bk, nres) <= sbufCap {
+											kmax = bk
+										}
 									}
-									if nres == 1 && len(nress) > 1 && p.sbufBytesOf(order, bn, bm, bk, 2) <= sbufCap {
-										continue // two result buffers fit: one is never faster
-									}
-									if acc != accs[0] && bk >= g.K {
-										continue // K in one block: no partial sums to accumulate
-									}
-									if (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && bk < g.K && len(bks) > 1 {
-										continue // ScalarE evacuations need K in one block
-									}
-									c := *p
-									c.Order, c.BN, c.BM, c.BK, c.NRes = order, bn, bm, bk, nres
-									if best != nil && c.lowerBoundNs(est) > minNs*(1+tieFraction) {
-										continue // its loads alone take longer than the best plan
-									}
-									c.GroupBanks = (bn / p.TN) * p.banksPerTile
-									c.Groups = max(1, gb/max(c.GroupBanks, 1))
-									c.estimateEvacs(est, evacs, deqs, ests)
-									for ei, ev := range evacs {
-										for di, dq := range deqs {
-											c.Evacuate, c.Dequantize = ev, dq
-											ns := ests[ei*len(deqs)+di].TotalNs
-											if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && better(&c, best)) {
-												cc := c
-												best = &cc
+									for _, bk := range bks {
+										if kmax == 0 || bk > kmax || (bk != kmax && !evenSplit(g.K, bk) && bk&(bk-1) != 0) ||
+											p.sbufBytesOf(order, bn, bm, bk, nres) > sbufCap {
+											// (A smaller K block can need more SBUF: K
+											// in several blocks accumulates in AccDT.)
+											continue
+										}
+										if nres == 1 && len(nress) > 1 && p.sbufBytesOf(order, bn, bm, bk, 2) <= sbufCap {
+											continue // two result buffers fit: one is never faster
+										}
+										psumK := p.psumKFor(order, bm, bn, bk)
+										if (psumK || (len(orders) > 1 && p.psumKFor(OrderNKM, bm, bn, bk))) && !(psumK && ares) && p.residentFits(bn, bm, bk, nres, sbufCap) {
+											// One M block whose K can accumulate in PSUM: only that
+											// plan, with A resident (K blocks of A or B rotating through
+											// loop tiles would wait, for their slots' reuse, on the N
+											// block's last multiply, the only one an evacuation marks;
+											// adds of partial sums cost VectorE what PSUM does for free).
+											continue
+										}
+										if ares && !psumK && g.N <= bn {
+											continue // A resident pays for K in PSUM or for more than one N block
+										}
+										if acc != accs[0] && (bk >= g.K || psumK) {
+											continue // K in one block or in PSUM: no partial sums to accumulate
+										}
+										if (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && bk < g.K && !psumK && len(bks) > 1 {
+											continue // ScalarE evacuations need K in one block
+										}
+										c := *p
+										c.Order, c.BN, c.BM, c.BK, c.NRes, c.PSUMK = order, bn, bm, bk, nres, psumK
+										if best != nil && c.lowerBoundNs(est) > minNs*(1+tieFraction) {
+											continue // its loads alone take longer than the best plan
+										}
+										c.GroupBanks = (bn / p.TN) * p.banksPerTile
+										c.Groups = max(1, gb/max(c.GroupBanks, 1))
+										c.estimateEvacs(est, evacs, deqs, ests)
+										for ei, ev := range evacs {
+											for di, dq := range deqs {
+												c.Evacuate, c.Dequantize = ev, dq
+												ns := ests[ei*len(deqs)+di].TotalNs
+												if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && better(&c, best)) {
+													cc := c
+													best = &cc
+												}
+												minNs = min(minNs, ns)
 											}
-											minNs = min(minNs, ns)
 										}
 									}
 								}
@@ -538,7 +729,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 			}
 		}
 	}
-	p.Transpose, p.AccDT, p.NBuf = transposes[0], accs[0], nbufs[0]
+	p.Transpose, p.AccDT, p.NBuf, p.AResident = transposes[0], accs[0], nbufs[0], false
 	if best == nil && (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && o.BlockK == 0 {
 		return nil, optErr("evacuate", "%s evacuation needs K in one block, and no K block of %d fits SBUF (accumulating across K blocks uses VectorE adds)",
 			map[Evacuation]string{EvacScalar: "scalar", EvacAlternate: "alternate"}[p.Evacuate], g.K)
@@ -565,7 +756,22 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 		return nil, optErr("block_n", "%d columns need %d PSUM banks per accumulation group; only %d are available", p.BN, p.GroupBanks, groupBanks)
 	}
 	p.Groups = groupBanks / p.GroupBanks
-	if (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && g.K > p.BK {
+	if (o.WeightSlotBytes > 0 || p.PSUMK) && p.streamable() {
+		// (With K in PSUM, B always streams: rotating K-block tiles would
+		// put each N block's evacuation, and the semaphore mark it needs,
+		// in program order before the next N block's loads, which would
+		// then wait for that mark, the last multiply of the N block,
+		// instead of the multiplies their slots' last blocks took part in.)
+		blk := roundUp(mul(p.BK/128, p.BN, int64(g.BDType().Bytes())), 64)
+		nBlocks := ceilDiv(g.N, p.BN) * ceilDiv(g.K, p.BK)
+		p.BSlots = min(nBlocks, max(p.NBuf, o.WeightSlotBytes/blk))
+		p.BHead = p.BSlots - 1
+		if p.BSlots == nBlocks {
+			p.BHead = nBlocks
+		}
+		p.weightQueue = streamQueue(tg)
+	}
+	if (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && !p.kOnce() {
 		return nil, optErr("evacuate", "%s evacuation needs K in one block (K %d > block_k %d): accumulating across K blocks uses VectorE adds",
 			map[Evacuation]string{EvacScalar: "scalar", EvacAlternate: "alternate"}[p.Evacuate], g.K, p.BK)
 	}
@@ -601,7 +807,10 @@ func better(a, b *GEMMPlan) bool {
 	if a.BM != b.BM {
 		return a.BM > b.BM
 	}
-	return a.BN > b.BN
+	if a.BN != b.BN {
+		return a.BN > b.BN
+	}
+	return a.AResident && !b.AResident
 }
 
 // Choices lists the resolved options in a fixed order.
@@ -621,6 +830,12 @@ func (p *GEMMPlan) Notes() []string {
 	if p.DoubleRow {
 		n = append(n, "matmuls in FP8 double-row mode")
 	}
+	if p.PSUMK {
+		n = append(n, "K accumulated in PSUM across its blocks")
+	}
+	if p.aResFor(p.Order, p.BM) {
+		n = append(n, "A resident in SBUF (loaded once)")
+	}
 	if p.G.Dequant {
 		n = append(n, fmt.Sprintf("weights %s, dequantised to %s on %s; per-channel scales on the result", p.G.WeightDType, p.G.In, p.Dequantize))
 	}
@@ -639,6 +854,14 @@ func (p *GEMMPlan) Notes() []string {
 // is evacuated into the SBUF result block (copy for the first K block,
 // add for the rest); a finished result block is stored. The scheduler
 // orders all of it.
+//
+// With one M block (a few tokens: decode, small batches) the K blocks of
+// an N block accumulate in PSUM (PSUMK), each result tile evacuated once,
+// A^T stays resident (AResident), and B streams through the slots of one
+// kernel-level tile a fixed number of blocks ahead in program order
+// (BSlots), on a DMA queue of its own, its first blocks loaded by the
+// kernel's first statement (HeadStmts); B may be stored pre-tiled
+// (GEMM.BTiled).
 func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	g := p.G
 	k := New("gemm")
@@ -649,8 +872,13 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	} else {
 		aHBM = k.Tensor("AT", g.In, Input, batch*g.K, g.M)
 	}
-	bHBM := k.Tensor("B", g.BDType(), Input, batch*g.K, g.N)
+	bHBM := k.Tensor("B", g.BDType(), Input, p.BShape()...)
 	cHBM := k.Tensor("C", g.Out, Output, batch*g.M, g.N)
+	// A streamed B's slots (its head is made last, and moved first).
+	var bsAll *Tile
+	if p.BSlots > 0 && !g.Dequant {
+		bsAll = k.Root().Tile(SlotTileName, isa.MemSBUF, g.In, []int64{128, p.BSlots, p.BK / 128, p.BN}, 1)
+	}
 	var scaleHBM, scaleIdx *Tile
 	if g.Dequant {
 		scaleHBM = k.Tensor("SCALE", g.Out, Input, 1, g.N)
@@ -707,7 +935,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// loadRows loads rows [r0, r0+size) x cols [c0, c0+csize) of an HBM
 	// tensor into an SBUF tile [128, T, F]: full 128-row tiles in one
 	// transfer, the remainder in another.
-	loadRows := func(b *Block, dst slotted, src *Tile, r0, size, c0, csize Expr, q int) {
+	loadRows := func(b *Block, dst atter, src *Tile, r0, size, c0, csize Expr, q int) {
 		full := size.Div(C(128)).MulC(128)
 		b.When(full.Gt(C(0)), func(b *Block) {
 			dmaOn(b, q, dst.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), csize)),
@@ -719,8 +947,44 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				src.At(RS(r0.Add(full), rem), RS(c0, csize)))
 		})
 	}
-	// loadA fills the A^T block of (mb, kb).
-	loadA := func(b *Block, a *Tile, mb, kb Expr) {
+	// A resident (AResident): all of A^T in one tile [128, K tiles, BM],
+	// and, for TensorE transposes, the rows of A as loaded [128, M tiles,
+	// K]: each filled once, by K block, in the first N block.
+	var aRes, aRaw *Tile
+	aResident := p.aResFor(p.Order, p.BM)
+	// transposeA transposes M tile mt's rows of A (raw [rows, ks]) into
+	// its columns of the A^T block a, a [128, 128] tile at a time through
+	// PSUM.
+	// The full K tiles' transposes go by groups of tg into one PSUM tile
+	// (half the transposes' bank, two rotating), copied out at once: one
+	// copy per group, not per tile (for a few rows of A a tile's copy is
+	// mostly its fixed cost).
+	aRows := min(128, g.M, p.BM)
+	tg := max(1, 256/aRows)
+	transposeA := func(b *Block, raw atter, a atter, mt, rows, ks Expr, sfx string) {
+		full := ks.Div(C(128))
+		b.For("kg_a"+sfx, C(0), full.CDiv(C(tg)), Parallel, func(b *Block, kg Expr) {
+			n := Min(C(tg), full.Sub(kg.MulC(tg)))
+			pt := b.Tile("pst"+sfx, isa.MemPSUM, isa.FP32, []int64{128, tg, aRows}, 2)
+			b.For("kt_a"+sfx, C(0), n, Parallel, func(b *Block, i Expr) {
+				b.Add(&Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: []Access{pt.At(R(C(0), C(128)), I(i), R(C(0), rows))},
+					Ins: []Access{raw.At(R(C(0), rows), RS(kg.MulC(tg).Add(i).MulC(128), C(128)))}, OpID: p.opID})
+			})
+			b.Add(&Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: []Access{a.At(R(C(0), C(128)), RS(kg.MulC(tg), n), RS(mt.MulC(128), rows))},
+				Ins: []Access{pt.At(R(C(0), C(128)), R(C(0), n), R(C(0), rows))}, OpID: p.opID})
+		})
+		rem := ks.Sub(full.MulC(128))
+		b.When(rem.Gt(C(0)), func(b *Block) {
+			pt := b.Tile("pstr"+sfx, isa.MemPSUM, isa.FP32, []int64{128, aRows}, 1)
+			b.Add(&Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: []Access{pt.At(R(C(0), rem), R(C(0), rows))},
+				Ins: []Access{raw.At(R(C(0), rows), RS(full.MulC(128), rem))}, OpID: p.opID})
+			b.Add(&Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: []Access{a.At(R(C(0), rem), I(full), RS(mt.MulC(128), rows))},
+				Ins: []Access{pt.At(R(C(0), rem), R(C(0), rows))}, OpID: p.opID})
+		})
+	}
+	// loadA fills the A^T block of (mb, kb) into a (a [128, KT, BM] view:
+	// a slot of the K block's tile, or its K tiles of the resident one).
+	loadA := func(b *Block, a atter, mb, kb Expr) {
 		k0, m0 := kb.MulC(p.BK), mb.MulC(p.BM)
 		if g.AMK {
 			m0 = mOff.Add(m0)
@@ -728,7 +992,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			k0 = kOff.Add(k0)
 		}
 		if !g.AMK {
-			loadRows(b, slotted{t: a}, aHBM, k0, kSize(kb), m0, mSize(mb), -1)
+			loadRows(b, a, aHBM, k0, kSize(kb), m0, mSize(mb), -1)
 			return
 		}
 		if p.Transpose == TransposeDMA {
@@ -745,19 +1009,82 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
 			raw := b.Tile("araw", isa.MemSBUF, g.In, []int64{128, p.BK}, 2)
 			dma(b, isa.OpDMACopy, raw.At(R(C(0), rows), R(C(0), kSize(kb))), aHBM.At(RS(m0.Add(mt.MulC(128)), rows), RS(k0, kSize(kb))))
-			b.For("kt_a", C(0), ktiles(kb), Parallel, func(b *Block, kt Expr) {
-				krows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
-				pt := b.Tile("pst", isa.MemPSUM, isa.FP32, []int64{128, 128}, 4)
-				b.Add(&Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: []Access{pt.At(R(C(0), krows), R(C(0), rows))},
-					Ins: []Access{raw.At(R(C(0), rows), RS(kt.MulC(128), krows))}, OpID: p.opID})
-				b.Add(&Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineVector, Outs: []Access{a.At(R(C(0), krows), I(kt), RS(mt.MulC(128), rows))},
-					Ins: []Access{pt.At(R(C(0), krows), R(C(0), rows))}, OpID: p.opID})
-			})
+			transposeA(b, raw, a, mt, rows, kSize(kb), "")
 		})
 	}
-	loadB := func(b *Block, bt *Tile, nb, kb Expr) {
-		loadRows(b, slotted{t: bt}, bHBM, kOff.Add(kb.MulC(p.BK)), kSize(kb), nb.MulC(p.BN), nSize(nb), -1)
+	// loadAResident fills a resident A^T during the first N block: all of
+	// it by the first K block's step (each transfer written before any of
+	// it is read, so no load waits for the multiplies of the tiles beside
+	// it), and, with TensorE transposes, each K block's tiles by its own
+	// step, from A's rows all loaded by the first.
+	loadAResident := func(b *Block, nb, kb Expr) {
+		m0, ms := mOff, mSize(C(0))
+		first := nb.Eq(C(0)).And(kb.Eq(C(0)))
+		// (All of A by the first step, but one transfer per K block, so
+		// that the first blocks arrive first.)
+		switch {
+		case !g.AMK:
+			b.When(first, func(b *Block) {
+				b.For("kb_a", C(0), C(nBK), Parallel, func(b *Block, kb Expr) {
+					loadRows(b, ktShift{aRes, kb.MulC(KT)}, aHBM, kOff.Add(kb.MulC(p.BK)), kSize(kb), C(0), ms, -1)
+				})
+			})
+		case p.Transpose == TransposeDMA:
+			b.When(first, func(b *Block) {
+				b.For("kt_a", C(0), C(ceilDiv(g.K, 128)), Parallel, func(b *Block, kt Expr) {
+					rows := Min(C(128), C(g.K).Sub(kt.MulC(128)))
+					dma(b, isa.OpDMATranspose, aRes.At(R(C(0), rows), I(kt), R(C(0), ms)), aHBM.At(RS(m0, ms), RS(kt.MulC(128), rows)))
+				})
+			})
+		default:
+			b.When(first, func(b *Block) {
+				b.For("kb_r", C(0), C(nBK), Parallel, func(b *Block, kb Expr) {
+					b.For("mt_r", C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
+						rows := Min(C(128), ms.Sub(mt.MulC(128)))
+						dma(b, isa.OpDMACopy, aRaw.At(R(C(0), rows), I(mt), RS(kb.MulC(p.BK), kSize(kb))),
+							aHBM.At(RS(m0.Add(mt.MulC(128)), rows), RS(kb.MulC(p.BK), kSize(kb))))
+					})
+				})
+			})
+			// Each K block's tiles are transposed a step ahead of their
+			// multiplies (the first two by the first step), so that in
+			// TensorE's program order the next block's transposes come
+			// before this block's multiplies, and their copies out of PSUM
+			// run while it multiplies.
+			transpose := func(b *Block, kb Expr, sfx string) {
+				b.For("mt_a"+sfx, C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
+					rows := Min(C(128), ms.Sub(mt.MulC(128)))
+					transposeA(b, colShift{aRaw, mt, kb.MulC(p.BK)}, ktShift{aRes, kb.MulC(KT)}, mt, rows, kSize(kb), sfx)
+				})
+			}
+			b.When(first, func(b *Block) { transpose(b, C(0), "") })
+			if nBK > 1 {
+				b.When(nb.Eq(C(0)).And(kb.Add(C(1)).Lt(C(nBK))), func(b *Block) { transpose(b, kb.Add(C(1)), "_n") })
+			}
+		}
 	}
+	// loadBBlock loads the B block (nb, kb) into dst ([128, KT, BN]) on
+	// queue q (none when q < 0): B's rows 128 at a time into the
+	// partitions, or, pre-tiled (BTiled), each partition's run of the
+	// block's full K tiles in one piece.
+	loadBBlock := func(b *Block, dst atter, nb, kb Expr, q int) {
+		if !g.BTiled {
+			loadRows(b, dst, bHBM, kOff.Add(kb.MulC(p.BK)), kSize(kb), nb.MulC(p.BN), nSize(nb), q)
+			return
+		}
+		full := kSize(kb).Div(C(128))
+		t0 := kb.MulC(KT)
+		b.When(full.Gt(C(0)), func(b *Block) {
+			dmaOn(b, q, dst.At(R(C(0), C(128)), R(C(0), full), R(C(0), nSize(nb))),
+				bHBM.At(RS(nb.MulC(128), C(128)), RS(t0, full), R(C(0), nSize(nb))))
+		})
+		rem := kSize(kb).Sub(full.MulC(128))
+		b.When(rem.Gt(C(0)), func(b *Block) {
+			dmaOn(b, q, dst.At(R(C(0), rem), I(full), R(C(0), nSize(nb))),
+				bHBM.At(RS(nb.MulC(128), rem), I(t0.Add(full)), R(C(0), nSize(nb))))
+		})
+	}
+	loadB := func(b *Block, bt *Tile, nb, kb Expr) { loadBBlock(b, bt, nb, kb, -1) }
 	// Quantised weights: the B blocks rotate through NBuf slots of two
 	// kernel-level tiles (as stored, and converted), and each block is
 	// loaded and converted one block ahead of its multiplies: in every
@@ -772,15 +1099,31 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		perNB = nBM * nBK
 	}
 	nBlocks := nBN * perNB
+	// (Streamed, BSlots > 0, the blocks as stored rotate through BSlots
+	// slots and load BHead blocks ahead; the conversions stay one ahead.)
+	rawSlots := p.NBuf
+	if p.BSlots > 0 {
+		rawSlots = p.BSlots
+	}
+	loadRaw := func(b *Block, j Expr) {
+		nb, kb := j.Div(C(perNB)), j.Mod(C(nBK))
+		loadBBlock(b, slotted{bwAll, j.Mod(C(rawSlots)), true}, nb, kb, p.weightQueue)
+	}
 	prepare := func(b *Block, j Expr, loopVar string) {
 		nb, kb := j.Div(C(perNB)), j.Mod(C(nBK))
-		slot := j.Mod(C(p.NBuf))
-		bw, bq := slotted{bwAll, slot, true}, slotted{bqAll, slot, true}
-		loadRows(b, bw, bHBM, kb.MulC(p.BK), kSize(kb), nb.MulC(p.BN), nSize(nb), p.weightQueue)
+		bw, bq := slotted{bwAll, j.Mod(C(rawSlots)), true}, slotted{bqAll, j.Mod(C(p.NBuf)), true}
+		if p.BSlots == 0 {
+			loadRaw(b, j)
+		}
 		b.For(loopVar, C(0), ktiles(kb), Parallel, func(b *Block, kt Expr) {
 			rows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
 			p.dequantOp(b, bq.At(R(C(0), rows), I(kt), R(C(0), nSize(nb))), bw.At(R(C(0), rows), I(kt), R(C(0), nSize(nb))), j.MulC(KT).Add(kt))
 		})
+	}
+	// loadStreamed loads block j of a streamed B into its slot.
+	loadStreamed := func(b *Block, j Expr) {
+		nb, kb := j.Div(C(perNB)), j.Mod(C(nBK))
+		loadBBlock(b, slotted{bsAll, j.Mod(C(p.BSlots)), true}, nb, kb, p.weightQueue)
 	}
 	// weights returns block j's B block for the multiplies and what loads
 	// it: for quantised weights, loading and converting the next block
@@ -789,7 +1132,22 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	weights := func(b *Block, j, nb, kb Expr) (slotted, func()) {
 		if g.Dequant {
 			return slotted{bqAll, j.Mod(C(p.NBuf)), true}, func() {
+				if p.BSlots > 0 && p.BHead < nBlocks {
+					// The block as stored BHead ahead, into the slot of the
+					// block whose conversion came a step before.
+					b.When(j.Add(C(p.BHead)).Lt(C(nBlocks)), func(b *Block) { loadRaw(b, j.Add(C(p.BHead))) })
+				}
 				b.When(j.Add(C(1)).Lt(C(nBlocks)), func(b *Block) { prepare(b, j.Add(C(1)), "kt_q") })
+			}
+		}
+		if p.BSlots > 0 {
+			// Streamed: block j from its slot, block j + BHead loaded into
+			// the slot block j - 1 used (its multiplies came before, in
+			// TensorE's program order).
+			return slotted{bsAll, j.Mod(C(p.BSlots)), true}, func() {
+				if p.BHead < nBlocks {
+					b.When(j.Add(C(p.BHead)).Lt(C(nBlocks)), func(b *Block) { loadStreamed(b, j.Add(C(p.BHead))) })
+				}
 			}
 		}
 		bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
@@ -815,101 +1173,152 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		b.Add(&Op{Opcode: isa.OpDMAGather, Engine: isa.EngineGpSimd, Outs: []Access{dst}, Ins: []Access{src, scaleIdx.All()},
 			Attrs: isa.Attrs{DGE: isa.DGENone}, DGESet: true, OpID: p.opID})
 	}
-	// compute multiplies the K block kb into the result block res (at
-	// index resIdx of its block dimension, or none) for (mb, nb).
-	compute := func(b *Block, a *Tile, bt slotted, res slotted, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
-		b.For("mt", C(0), mtiles(mb), Parallel, func(b *Block, mt Expr) {
-			rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
-			ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, NT, p.tile}, int(p.Groups))
-			firstSingle := C(0) // the first K tile multiplied on its own
-			if p.DoubleRow {
-				// Pairs of full K tiles, each one double-row matmul
-				// (stationary [128, 2, rows], moving [128, 2, cols]); a
-				// leftover or partial tile follows in normal mode, in the
-				// same accumulation group.
-				pairs := kSize(kb).Div(C(256))
-				firstSingle = pairs.MulC(2)
-				dr := isa.Attrs{PerfMode: 2}
-				b.For("kp", C(0), pairs, Sequential, func(b *Block, kp Expr) {
-					b.Add(&Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Attrs: dr,
-						Ins: []Access{a.At(R(C(0), C(128)), RS(kp.MulC(2), C(2)), RS(mt.MulC(128), rows))}, OpID: p.opID})
-					b.For("nt_p", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
-						cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
-						b.Add(&Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Attrs: dr,
-							Outs:  []Access{ps.At(R(C(0), rows), I(nt), R(C(0), cols))},
-							Ins:   []Access{bt.At(R(C(0), C(128)), RS(kp.MulC(2), C(2)), RS(nt.MulC(p.TN), cols))},
-							Start: kp.Eq(C(0)), Stop: kp.Eq(pairs.Sub(C(1))).And(firstSingle.Eq(ktiles(kb))), OpID: p.opID})
-					})
-				})
+	// matmuls multiplies the K block kb of M tile mt of (mb, nb) into
+	// its accumulation group ps (an access of [128, NT, tile]); with
+	// PSUMK the group accumulates over every K block of the N block.
+	matmuls := func(b *Block, a atter, bt slotted, ps func(rows, nt, cols Expr) Access, mt, mb, nb, kb Expr) {
+		rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
+		// and joins a flag with whether kb starts (ends) the accumulation:
+		// with PSUMK only the first (last) K block does.
+		and := func(flag Expr, last bool) Expr {
+			if !p.PSUMK {
+				return flag
 			}
-			b.For("kt", firstSingle, ktiles(kb), Sequential, func(b *Block, kt Expr) {
-				krows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
-				b.Add(&Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor,
-					Ins: []Access{a.At(R(C(0), krows), I(kt), RS(mt.MulC(128), rows))}, OpID: p.opID})
-				b.For("nt", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
+			if last {
+				return flag.And(kb.Eq(C(nBK - 1)))
+			}
+			return flag.And(kb.Eq(C(0)))
+		}
+		firstSingle := C(0) // the first K tile multiplied on its own
+		if p.DoubleRow {
+			// Pairs of full K tiles, each one double-row matmul
+			// (stationary [128, 2, rows], moving [128, 2, cols]); a
+			// leftover or partial tile follows in normal mode, in the
+			// same accumulation group.
+			pairs := kSize(kb).Div(C(256))
+			firstSingle = pairs.MulC(2)
+			dr := isa.Attrs{PerfMode: 2}
+			b.For("kp", C(0), pairs, Sequential, func(b *Block, kp Expr) {
+				b.Add(&Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Attrs: dr,
+					Ins: []Access{a.At(R(C(0), C(128)), RS(kp.MulC(2), C(2)), RS(mt.MulC(128), rows))}, OpID: p.opID})
+				b.For("nt_p", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
 					cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
-					b.Add(&Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor,
-						Outs:  []Access{ps.At(R(C(0), rows), I(nt), R(C(0), cols))},
-						Ins:   []Access{bt.At(R(C(0), krows), I(kt), RS(nt.MulC(p.TN), cols))},
-						Start: kt.Eq(C(0)), Stop: kt.Eq(ktiles(kb).Sub(C(1))), OpID: p.opID})
+					b.Add(&Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Attrs: dr,
+						Outs:  []Access{ps(rows, nt, cols)},
+						Ins:   []Access{bt.At(R(C(0), C(128)), RS(kp.MulC(2), C(2)), RS(nt.MulC(p.TN), cols))},
+						Start: and(kp.Eq(C(0)), false), Stop: and(kp.Eq(pairs.Sub(C(1))).And(firstSingle.Eq(ktiles(kb))), true), OpID: p.opID})
 				})
 			})
-			b.For("nt_e", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
+		}
+		b.For("kt", firstSingle, ktiles(kb), Sequential, func(b *Block, kt Expr) {
+			krows := Min(C(128), kSize(kb).Sub(kt.MulC(128)))
+			b.Add(&Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor,
+				Ins: []Access{a.At(R(C(0), krows), I(kt), RS(mt.MulC(128), rows))}, OpID: p.opID})
+			b.For("nt", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
 				cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
-				var dst Access
-				if hasIdx {
-					dst = res.At(R(C(0), rows), I(resIdx), I(mt), RS(nt.MulC(p.TN), cols))
-				} else {
-					dst = res.At(R(C(0), rows), I(mt), RS(nt.MulC(p.TN), cols))
-				}
-				src := ps.At(R(C(0), rows), I(nt), R(C(0), cols))
-				copyOp := func(b *Block, scalar bool, any bool) {
-					if scalar {
-						b.Add(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{dst}, Ins: []Access{src},
-							Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}, OpID: p.opID})
-						return
-					}
-					if p.foldScale() && nBK == 1 {
-						// The per-channel scales applied as the block leaves
-						// PSUM: a multiply costs what the copy does.
-						b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{dst},
-							Ins:   []Access{src, scaleAt(nb).At(R(C(0), rows), RS(nt.MulC(p.TN), cols))},
-							Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
-						return
-					}
-					b.Add(&Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineVector, Any: any, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
-				}
-				addOp := func(b *Block, any bool) {
-					b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Any: any, Outs: []Access{dst}, Ins: []Access{dst, src},
-						Attrs: isa.Attrs{ALU0: isa.ALUAdd}, OpID: p.opID})
-				}
-				first := kb.Eq(C(0))
-				switch p.Evacuate {
-				case EvacScalar:
-					copyOp(b, true, false)
-				case EvacAlternate:
-					b.If(group.Add(mt).Mod(C(2)).Eq(C(1)), func(b *Block) { copyOp(b, true, false) }, func(b *Block) { copyOp(b, false, false) })
-				default:
-					any := p.Evacuate == EvacAuto
-					if nBK == 1 {
-						copyOp(b, false, any)
-					} else {
-						b.If(first, func(b *Block) { copyOp(b, false, any) }, func(b *Block) {
-							addOp(b, any)
-							if p.foldScale() {
-								// The last K block's sum scaled per tile as it
-								// is added, on VectorE right after its add.
-								b.When(kb.Eq(C(nBK-1)), func(b *Block) {
-									b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{dst},
-										Ins:   []Access{dst, scaleAt(nb).At(R(C(0), rows), RS(nt.MulC(p.TN), cols))},
-										Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
-								})
-							}
-						})
-					}
-				}
+				b.Add(&Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor,
+					Outs:  []Access{ps(rows, nt, cols)},
+					Ins:   []Access{bt.At(R(C(0), krows), I(kt), RS(nt.MulC(p.TN), cols))},
+					Start: and(kt.Eq(C(0)), false), Stop: and(kt.Eq(ktiles(kb).Sub(C(1))), true), OpID: p.opID})
 			})
 		})
+	}
+	// evacuate moves M tile mt's accumulation group ps out into the
+	// result block res (at index resIdx of its block dimension, or none):
+	// a copy for the first K block (or the only evacuation, kOnce), an add
+	// for the others.
+	evacuate := func(b *Block, ps func(rows, nt, cols Expr) Access, res slotted, resIdx Expr, hasIdx bool, mt, mb, nb, kb Expr, group Expr, sfx string) {
+		rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
+		b.For("nt_e"+sfx, C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
+			cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
+			var dst Access
+			if hasIdx {
+				dst = res.At(R(C(0), rows), I(resIdx), I(mt), RS(nt.MulC(p.TN), cols))
+			} else {
+				dst = res.At(R(C(0), rows), I(mt), RS(nt.MulC(p.TN), cols))
+			}
+			src := ps(rows, nt, cols)
+			copyOp := func(b *Block, scalar bool, any bool) {
+				if scalar {
+					b.Add(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{dst}, Ins: []Access{src},
+						Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}, OpID: p.opID})
+					return
+				}
+				if p.foldBias() {
+					// The bias added as the block leaves PSUM: an add costs
+					// what the copy does.
+					b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{dst},
+						Ins:   []Access{src, biasSB.At(R(C(0), rows), RS(nb.MulC(p.BN).Add(nt.MulC(p.TN)), cols))},
+						Attrs: isa.Attrs{ALU0: isa.ALUAdd}, OpID: p.opID})
+					return
+				}
+				if p.foldScale() && p.kOnce() {
+					// The per-channel scales applied as the block leaves
+					// PSUM: a multiply costs what the copy does.
+					b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{dst},
+						Ins:   []Access{src, scaleAt(nb).At(R(C(0), rows), RS(nt.MulC(p.TN), cols))},
+						Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
+					return
+				}
+				b.Add(&Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineVector, Any: any, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
+			}
+			addOp := func(b *Block, any bool) {
+				b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Any: any, Outs: []Access{dst}, Ins: []Access{dst, src},
+					Attrs: isa.Attrs{ALU0: isa.ALUAdd}, OpID: p.opID})
+			}
+			first := kb.Eq(C(0))
+			switch p.Evacuate {
+			case EvacScalar:
+				copyOp(b, true, false)
+			case EvacAlternate:
+				turn := group.Add(mt)
+				if p.PSUMK {
+					turn = turn.Add(nt) // one M tile per N block: by N tile
+				}
+				b.If(turn.Mod(C(2)).Eq(C(1)), func(b *Block) { copyOp(b, true, false) }, func(b *Block) { copyOp(b, false, false) })
+			default:
+				any := p.Evacuate == EvacAuto
+				if p.kOnce() {
+					copyOp(b, false, any)
+				} else {
+					b.If(first, func(b *Block) { copyOp(b, false, any) }, func(b *Block) {
+						addOp(b, any)
+						if p.foldScale() {
+							// The last K block's sum scaled per tile as it
+							// is added, on VectorE right after its add.
+							b.When(kb.Eq(C(nBK-1)), func(b *Block) {
+								b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{dst},
+									Ins:   []Access{dst, scaleAt(nb).At(R(C(0), rows), RS(nt.MulC(p.TN), cols))},
+									Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
+							})
+						}
+					})
+				}
+			}
+		})
+	}
+	// psAt is the accumulation group of M tile mt in a PSUM tile ps
+	// [128, MT, NT, tile] (slotted).
+	psAt := func(ps slotted, mt Expr) func(rows, nt, cols Expr) Access {
+		return func(rows, nt, cols Expr) Access { return ps.At(R(C(0), rows), I(mt), I(nt), R(C(0), cols)) }
+	}
+	// compute multiplies the K block kb into the result block res (at
+	// index resIdx of its block dimension, or none) for (mb, nb), each M
+	// tile in an accumulation group of its own, evacuated after it.
+	compute := func(b *Block, a atter, bt slotted, res slotted, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
+		b.For("mt", C(0), mtiles(mb), Parallel, func(b *Block, mt Expr) {
+			ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, NT, p.tile}, int(p.Groups))
+			at := func(rows, nt, cols Expr) Access { return ps.At(R(C(0), rows), I(nt), R(C(0), cols)) }
+			matmuls(b, a, bt, at, mt, mb, nb, kb)
+			evacuate(b, at, res, resIdx, hasIdx, mt, mb, nb, kb, group, "")
+		})
+	}
+	// psumGroups is how many sets of an N block's accumulation groups
+	// (one per M tile) rotate in PSUM with PSUMK.
+	psumMT := ceilDiv(min(g.M, p.BM), 128)
+	psumGroups := int64(1)
+	if p.PSUMK {
+		psumGroups = max(1, p.groupBanksAvail/(psumMT*p.GroupBanks))
 	}
 	// store writes the finished result block of (mb, nb).
 	// epilogue applies the fused work to a finished block before it is
@@ -979,7 +1388,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				if rt != nil {
 					rAcc, rSrc = rt.At(R(C(0), C(128)), R(C(0), full.Div(C(128))), R(C(0), ncols)), rHBM.At(RS(m0, full), RS(n0, ncols))
 				}
-				if biasSB != nil {
+				if biasSB != nil && !p.foldBias() {
 					// The bias's columns of the block, the same for every M tile.
 					b.For("mt_b"+sfx, C(0), full.Div(C(128)), Parallel, func(b *Block, mt Expr) {
 						var blk Access
@@ -1013,7 +1422,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				if rt != nil {
 					rAcc, rSrc = rt.At(R(C(0), rem), I(full.Div(C(128))), R(C(0), ncols)), rHBM.At(RS(m0.Add(full), rem), RS(n0, ncols))
 				}
-				if biasSB != nil {
+				if biasSB != nil && !p.foldBias() {
 					bAcc = biasSB.At(R(C(0), rem), RS(n0, ncols))
 				}
 				epilogue(b, src, rAcc, rSrc, false, bAcc)
@@ -1021,8 +1430,75 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			storeDMA(b, cHBM.At(RS(m0.Add(full), rem), RS(n0, ncols)), src)
 		})
 	}
+	// blockA returns the A^T block of (mb, kb) for the multiplies, loading
+	// it: a slot of a K block tile, or, A resident, the K block's tiles of
+	// the resident tile, loaded during the first N block only.
+	blockA := func(b *Block, nb, mb, kb Expr) atter {
+		if aResident {
+			loadAResident(b, nb, kb)
+			return ktShift{aRes, kb.MulC(KT)}
+		}
+		a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
+		loadA(b, a, mb, kb)
+		return a
+	}
+	// mulK multiplies the K block kb of the one M block (PSUMK) into the
+	// accumulation groups ps of its M tiles.
+	mulK := func(b *Block, bt slotted, ps slotted, nb, kb Expr) {
+		a := blockA(b, nb, C(0), kb)
+		b.For("mt", C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) { matmuls(b, a, bt, psAt(ps, mt), mt, C(0), nb, kb) })
+	}
+	// evacK evacuates the N block nb's accumulation groups (PSUMK) into
+	// its result block, after its last K block.
+	evacK := func(b *Block, ps slotted, res slotted, nb Expr, sfx string) {
+		b.For("mt_k"+sfx, C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
+			evacuate(b, psAt(ps, mt), res, C(0), true, mt, C(0), nb, C(nBK-1), nb.MulC(MT), sfx)
+		})
+	}
 	build := func(root *Block) {
-		if p.Order == OrderNKM && p.deferStores() {
+		if aResident {
+			kAll := roundUp(g.K, 128)
+			aRes = root.Tile("ares", isa.MemSBUF, g.In, []int64{128, kAll / 128, min(p.BM, g.M)}, 1)
+			if g.AMK && p.Transpose == TransposeTensor {
+				aRaw = root.Tile("araw", isa.MemSBUF, g.In, []int64{128, ceilDiv(min(g.M, p.BM), 128), kAll}, 1)
+			}
+		}
+		if p.PSUMK && p.deferStores() {
+			// As below, the N block's evacuations deferred with its
+			// stores; its accumulation groups rotate through the slots of
+			// a kernel-level PSUM tile.
+			resAll := root.Tile("res", isa.MemSBUF, resDT, []int64{128, p.NRes, nBM, MT, p.BN}, 1)
+			resOf := func(nb Expr) slotted { return slotted{resAll, nb.Mod(C(p.NRes)), true} }
+			psAll := root.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, psumGroups, psumMT, NT, p.tile}, 1)
+			psOf := func(nb Expr) slotted { return slotted{psAll, nb.Mod(C(psumGroups)), true} }
+			finish := func(b *Block, nb Expr, sfx string) {
+				evacK(b, psOf(nb), resOf(nb), nb, sfx)
+				store(b, resOf(nb), C(0), true, C(0), nb, sfx)
+			}
+			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
+				loadScales(b, nb)
+				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
+					bt, load := weights(b, nb.MulC(nBK).Add(kb), nb, kb)
+					load()
+					mulK(b, bt, psOf(nb), nb, kb)
+					b.When(kb.Eq(C(0)).And(nb.Gt(C(0))), func(b *Block) { finish(b, nb.Sub(C(1)), "") })
+				})
+			})
+			finish(root, C(nBN-1), "_last")
+		} else if p.PSUMK {
+			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
+				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
+				ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, psumMT, NT, p.tile}, int(psumGroups))
+				loadScales(b, nb)
+				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
+					bt, load := weights(b, nb.MulC(nBK).Add(kb), nb, kb)
+					load()
+					mulK(b, bt, slotted{t: ps}, nb, kb)
+				})
+				evacK(b, slotted{t: ps}, slotted{t: res}, nb, "")
+				store(b, slotted{t: res}, C(0), true, C(0), nb, "")
+			})
+		} else if p.Order == OrderNKM && p.deferStores() {
 			// Quantised weights: an N block's results are stored after the
 			// next N block's first K block is multiplied, so in every
 			// engine's program order that block's multiplies come before the
@@ -1041,8 +1517,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 					bt, load := weights(b, nb.MulC(nBK).Add(kb), nb, kb)
 					load()
 					b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
-						a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
-						loadA(b, a, mb, kb)
+						a := blockA(b, nb, mb, kb)
 						compute(b, a, bt, resOf(nb), mb, true, mb, nb, kb, mb.MulC(MT))
 					})
 					b.When(kb.Eq(C(0)).And(nb.Gt(C(0))), func(b *Block) { storeAll(b, nb.Sub(C(1)), "") })
@@ -1057,8 +1532,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 					bt, load := weights(b, nb.MulC(nBK).Add(kb), nb, kb)
 					load()
 					b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
-						a := b.Tile("a", isa.MemSBUF, g.In, []int64{128, KT, p.BM}, int(p.NBuf))
-						loadA(b, a, mb, kb)
+						a := blockA(b, nb, mb, kb)
 						compute(b, a, bt, slotted{t: res}, mb, true, mb, nb, kb, mb.MulC(MT))
 						b.When(kb.Eq(C(nBK-1)), func(b *Block) { store(b, slotted{t: res}, mb, true, mb, nb, "") })
 					})
@@ -1083,7 +1557,11 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	}
 	if g.Dequant {
 		// (One GEMM: checkDequant refuses a batch.)
-		bwAll = root.Tile("bw", isa.MemSBUF, g.WeightDType, []int64{128, p.NBuf, KT, p.BN}, 1)
+		name := "bw"
+		if p.BSlots > 0 {
+			name = SlotTileName
+		}
+		bwAll = root.Tile(name, isa.MemSBUF, g.WeightDType, []int64{128, rawSlots, KT, p.BN}, 1)
 		bqAll = root.Tile("b", isa.MemSBUF, g.In, []int64{128, p.NBuf, KT, p.BN}, 1)
 		scaleAll = root.Tile("scale", isa.MemSBUF, g.Out, []int64{p.scaleRows(), 2, p.BN}, 1)
 		prepare(root, C(0), "kt_q0")
@@ -1096,8 +1574,61 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	} else {
 		build(root)
 	}
+	if p.BSlots > 0 {
+		// The head: the first BHead blocks of a streamed B, the kernel's
+		// first statement (HeadStmts).
+		root.For("jh", C(0), C(p.BHead), Parallel, func(b *Block, j Expr) {
+			if g.Dequant {
+				loadRaw(b, j)
+			} else {
+				loadStreamed(b, j)
+			}
+		})
+		n := len(k.Body)
+		k.Body = append([]Stmt{k.Body[n-1]}, k.Body[:n-1]...)
+	}
 	if err := k.Finish(); err != nil {
 		return nil, fmt.Errorf("internal error: the GEMM kernel: %w", err)
 	}
 	return k, nil
+}
+
+// atter is a tile or a view of one that gives accesses.
+type atter interface{ At(rs ...Range) Access }
+
+// ktShift is a tile [128, T, F] seen from its tile t0: index i of the
+// second dimension is t0 + i (a K block's tiles of a resident A^T).
+type ktShift struct {
+	t  *Tile
+	t0 Expr
+}
+
+// At is the tile's access, the second range shifted.
+func (s ktShift) At(rs ...Range) Access {
+	rs = append([]Range(nil), rs...)
+	r := rs[1]
+	r.Start = s.t0.Add(r.Start)
+	if !r.Index {
+		r.Stop = s.t0.Add(r.Stop)
+	}
+	rs[1] = r
+	return s.t.At(rs...)
+}
+
+// colShift is index i of a tile [128, I, F] seen as [128, F'] from column
+// c0: an M tile's K block of A's resident rows.
+type colShift struct {
+	t     *Tile
+	i, c0 Expr
+}
+
+// At is the tile's access: the partition range, the index, the column
+// range shifted.
+func (s colShift) At(rs ...Range) Access {
+	r := rs[1]
+	r.Start = s.c0.Add(r.Start)
+	if !r.Index {
+		r.Stop = s.c0.Add(r.Stop)
+	}
+	return s.t.At(rs[0], I(s.i), r)
 }

@@ -63,6 +63,15 @@ type lowering struct {
 	ranks, group int
 	// quant holds the dequantised Linears' scales (quant.go).
 	quant *quantState
+	// lastStart is where the statements of the last kernel inlined begin
+	// in the kernel's body, and lastSBUF the SBUF per partition its tiles
+	// take at most (their sum): a Linear's weight prefetch moves before
+	// them if it fits beside them (prefetch.go).
+	lastStart int
+	lastSBUF  int64
+	// slotTurn is the SBUF region the next prefetched weight slots take
+	// (prefetch.go).
+	slotTurn int
 }
 
 // Options are the lowering's choices.
@@ -192,11 +201,40 @@ func (l *lowering) alias(out, in *graph.Tensor) {
 
 // inline adds a kernel for the current op.
 func (l *lowering) inline(k *tile.Kernel, bind map[string]*tile.Tile) error {
+	return l.inlineHead(k, bind, 0)
+}
+
+// inlineHead adds a kernel for the current op whose first head
+// statements prefetch its weights (kernels.GEMMPlan.HeadStmts): they move
+// before the last kernel inlined, whose work then hides their loads.
+func (l *lowering) inlineHead(k *tile.Kernel, bind map[string]*tile.Tile, head int) error {
 	l.inlined++
+	sbuf := sbufFootprint(k)
+	n0 := len(l.k.Body)
 	if err := l.k.Root().Inline(k, fmt.Sprintf("op%d_k%d_", l.id, l.inlined), bind); err != nil {
 		return fmt.Errorf("internal error: %s: %w", l.op.Name, err)
 	}
+	if head > 0 && head <= len(l.k.Body)-n0 {
+		body := l.k.Body
+		moved := append([]tile.Stmt(nil), body[n0:n0+head]...)
+		copy(body[l.lastStart+head:n0+head], body[l.lastStart:n0])
+		copy(body[l.lastStart:], moved)
+		n0 += head
+	}
+	l.lastStart, l.lastSBUF = n0, sbuf
 	return nil
+}
+
+// sbufFootprint is the most SBUF per partition a kernel's unpinned tiles
+// can take at once: the sum of their slots, as the scheduler places them.
+func sbufFootprint(k *tile.Kernel) int64 {
+	var n int64
+	for _, t := range k.Tiles {
+		if t.Mem == isa.MemSBUF && t.Offset < 0 {
+			n += (t.Bytes() + 63) / 64 * 64 * int64(max(t.Bufs, 1))
+		}
+	}
+	return n
 }
 
 func (l *lowering) lowerOp(o *graph.Op) error {
@@ -237,11 +275,12 @@ func loweredKinds() []string {
 	return out
 }
 
-// weightKN is a Linear weight [out, in] stored for the GEMM as [in, out]
-// (the layout a compiler lays weights out in ahead of time). A weight
-// shared with an embedding table (a tied LM head) gets a transposed copy
-// of its own.
-func (l *lowering) weightKN(w *graph.Tensor) *tile.Tile {
+// weightKN is a Linear weight [out, in] stored for the GEMM as the plan
+// reads it: pre-tiled for its blocks (kernels.GEMMPlan.BShape, the layout
+// a compiler lays weights out in ahead of time), shape. A weight shared
+// with an embedding table (a tied LM head) gets a transposed copy of its
+// own.
+func (l *lowering) weightKN(w *graph.Tensor, shape []int64) *tile.Tile {
 	if s, ok := l.weights[w]; ok {
 		return s
 	}
@@ -253,7 +292,7 @@ func (l *lowering) weightKN(w *graph.Tensor) *tile.Tile {
 			break
 		}
 	}
-	s := l.k.Tensor(l.unique(name), w.DType, tile.Input, w.Shape[1], w.Shape[0])
+	s := l.k.Tensor(l.unique(name), w.DType, tile.Input, shape...)
 	l.weights[w] = s
 	return s
 }
@@ -280,7 +319,7 @@ func (l *lowering) linear(o *graph.Op) error {
 	if f != nil {
 		g.Epilogue, out = f.epi, f.out
 	}
-	plan, err := kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
+	plan, err := l.planLinear(g, w)
 	if err != nil {
 		return l.errf("%v", err)
 	}
@@ -288,6 +327,8 @@ func (l *lowering) linear(o *graph.Op) error {
 	if err != nil {
 		return err
 	}
+	head := l.headOf(plan, k)
+	wt := l.weightKN(w, plan.BShape())
 	bindScale := func(bind map[string]*tile.Tile) map[string]*tile.Tile {
 		if g.Dequant {
 			bind["SCALE"] = l.weightScale(w, g.Out)
@@ -296,26 +337,26 @@ func (l *lowering) linear(o *graph.Op) error {
 		return bind
 	}
 	if f != nil {
-		bind := bindScale(map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": l.tensor2D(out)})
+		bind := bindScale(map[string]*tile.Tile{"A": a, "B": wt, "C": l.tensor2D(out)})
 		if f.r != nil {
 			bind["R"] = l.tensor2D(f.r)
 		}
 		if f.bias != nil {
 			bind["BIAS"] = l.tensor1D(f.bias)
 		}
-		return l.inline(k, bind)
+		return l.inlineHead(k, bind, head)
 	}
 	target := l.tensor2D(out)
 	if bias != nil {
 		// The GEMM writes a temporary; the bias is added as it is copied
 		// out.
 		tmp := l.k.Tensor(l.unique(out.Name+"_nobias"), out.DType, tile.Temp, m, n)
-		if err := l.inline(k, bindScale(map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": tmp})); err != nil {
+		if err := l.inlineHead(k, bindScale(map[string]*tile.Tile{"A": a, "B": wt, "C": tmp}), head); err != nil {
 			return err
 		}
 		return l.biasAdd(tmp, l.tensor2D(bias), target, m, n, out.DType)
 	}
-	return l.inline(k, bindScale(map[string]*tile.Tile{"A": a, "B": l.weightKN(w), "C": target}))
+	return l.inlineHead(k, bindScale(map[string]*tile.Tile{"A": a, "B": wt, "C": target}), head)
 }
 
 // matmulInput is the activation x [rows, cols] as a matmul with weights

@@ -1,0 +1,109 @@
+package lowergraph
+
+import (
+	"slices"
+
+	"github.com/trnsim/trnsim/workloads/graph"
+	"github.com/trnsim/trnsim/workloads/kernels"
+	"github.com/trnsim/trnsim/workloads/tile"
+)
+
+// Weight streaming across ops. A Linear's weights are laid out ahead of
+// time for the kernel that reads them (kernels.GEMM.BTiled: each
+// partition's rows of a block one contiguous run in HBM), and stream
+// through slots of one SBUF tile on a DMA queue of their own
+// (GEMMOptions.WeightSlotBytes); the first blocks are loaded by the
+// kernel's first statement, which moves before the previous kernel's
+// statements (inlineHead): the loads depend on nothing the previous op
+// computes, so in the Sync engine's program order they come before that
+// op's loads, which wait for the op before it, and they run while it
+// does. Each Linear's working set is planned in what is left of SBUF
+// after its own slots' extension and the next op's slots (prefetchShare
+// each), and the slots moved only when they fit beside the previous
+// kernel's tiles.
+
+// prefetchShare is the share of SBUF per partition a Linear's weight
+// slots may take beyond its own plan's B buffers; the plan keeps two
+// shares free (its own slots, and the next op's, prefetched while it
+// runs).
+const prefetchShare = 4 // a quarter
+
+// reuseSlack is how much slower (by the plan search's estimate), or how
+// many more HBM bytes, a plan in the reduced share may take than one with
+// the whole of SBUF.
+const reuseSlack = 0.01
+
+// planLinear plans a Linear's GEMM: pre-tiled weights and, unless they
+// are fewer bytes than the activations, streamed through slots sized for
+// what the previous kernel leaves of SBUF (quantised weights as stored,
+// converted one block ahead of their multiplies as ever, dequant.go). A weight already laid out for another Linear keeps its block
+// width.
+func (l *lowering) planLinear(g kernels.GEMM, w *graph.Tensor) (*kernels.GEMMPlan, error) {
+	sbuf := l.tg.Limits.SBUFPartitionBytes
+	share := sbuf / prefetchShare
+	o := kernels.GEMMOptions{OpID: l.id}
+	g.BTiled = max(g.Batch, 1) == 1
+	if s, ok := l.weights[w]; ok {
+		// Laid out already (a weight two Linears read): its blocks' width.
+		if len(s.Shape) != 3 {
+			g.BTiled = false
+		} else {
+			o.BlockN = s.Shape[2]
+		}
+	}
+	if g.N*int64(g.BDType().Bytes()) >= g.M*int64(g.In.Bytes()) {
+		// (Weights that are most of the op's traffic: a few tokens, or
+		// wide weights. Beside activations as big, the weights' stream
+		// matters less than the blocks the whole of SBUF allows.)
+		o.SBUFBytes = sbuf - 2*share
+		o.WeightSlotBytes = max(0, min(share, sbuf-l.lastSBUF))
+	}
+	plan, err := kernels.PlanGEMM(g, o, l.tg)
+	if o.SBUFBytes > 0 {
+		// The whole of SBUF, no slots, where the reduced share costs the
+		// plan more than reuseSlack by estimate or in HBM bytes (or nothing
+		// fits it): a GEMM big enough for that (many tokens, blocks that
+		// fill SBUF) gains little from its weights' prefetch.
+		full := o
+		full.SBUFBytes, full.WeightSlotBytes = 0, 0
+		if fp, ferr := kernels.PlanGEMM(g, full, l.tg); ferr == nil &&
+			(err != nil || plan.Estimate(l.tg).TotalNs > fp.Estimate(l.tg).TotalNs*(1+reuseSlack) ||
+				float64(plan.HBMBytes()) > float64(fp.HBMBytes())*(1+reuseSlack)) {
+			plan, err = fp, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := l.weights[w]; ok && !slices.Equal(s.Shape, plan.BShape()) {
+		// Another Linear's layout that this plan cannot read: plan again
+		// on the plain [in, out] layout.
+		g.BTiled = false
+		return kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
+	}
+	return plan, nil
+}
+
+// headOf returns how many head statements of a Linear's kernel k move
+// before the previous kernel: its weight slots' loads, when the slots fit
+// in the SBUF region of their turn, above everything the previous
+// kernel's tiles can take. The slots are pinned there: two regions at the
+// top of SBUF, a prefetchShare each, taken in turn by the Linears whose
+// weights are prefetched, so a Linear's slots never reuse the memory of
+// the work they are loaded beside (whose reads their loads would wait
+// for) and never meet the next one's.
+func (l *lowering) headOf(p *kernels.GEMMPlan, k *tile.Kernel) int {
+	sbuf := l.tg.Limits.SBUFPartitionBytes
+	share := sbuf / prefetchShare
+	start := sbuf - share*int64(1+l.slotTurn)
+	if p.HeadStmts() == 0 || p.SlotSBUFBytes() > share || l.lastSBUF > start {
+		return 0
+	}
+	for _, t := range k.Tiles {
+		if t.Name == kernels.SlotTileName {
+			t.Offset = start
+		}
+	}
+	l.slotTurn ^= 1
+	return p.HeadStmts()
+}

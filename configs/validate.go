@@ -62,7 +62,7 @@ func (c *RunConfig) validateHardware() error {
 		{h.Chip.LNC != 1 && h.Chip.LNC != 2, "hardware.chip.lnc", fmt.Sprintf("must be 1 or 2, got %d", h.Chip.LNC)},
 		{h.Chip.LNC == 2 && h.Generation < 3, "hardware.chip.lnc", "logical cores of 2 physical cores exist on Trainium2 and later (NeuronCore-v3+), not on NeuronCore-v2"},
 		{h.Chip.Cores%h.Chip.LNC != 0, c.userSetOf("hardware.chip.lnc", "hardware.chip.cores"), fmt.Sprintf("lnc %d does not divide the chip's %d cores", h.Chip.LNC, h.Chip.Cores)},
-		{h.Nodes > 1 && h.EFA.ChipBandwidthGBps <= 0, c.userSetOf("hardware.nodes", "hardware.efa.chip_bandwidth_gbps"), fmt.Sprintf("%d nodes need an EFA network between them, but hardware.efa.chip_bandwidth_gbps is 0 (%s has none)", h.Nodes, h.Name)},
+		{h.Nodes > 1 && h.EFA.ChipBandwidthGBps <= 0, c.userSetOf("hardware.nodes", "hardware.efa.chip_bandwidth_gbps"), fmt.Sprintf("%d nodes need an EFA network between them, but hardware.efa.chip_bandwidth_gbps is 0%s", h.Nodes, efaWhy(c))},
 		{co.Power.StartFraction > 1, "hardware.core.power.start_fraction", "must be at most 1"},
 		{co.Semaphores > 1<<20, "hardware.core.semaphores", "more than 2^20 semaphores per core is not supported"},
 		{co.DMA.QueuesPerEngine > 64, "hardware.core.dma.queues_per_engine", fmt.Sprintf("more than 64 queues per engine is not supported, got %d", co.DMA.QueuesPerEngine)},
@@ -79,6 +79,15 @@ func (c *RunConfig) validateHardware() error {
 		}
 	}
 	return c.validateTopology()
+}
+
+// efaWhy says where a zero EFA bandwidth came from: the preset, or the
+// user.
+func efaWhy(c *RunConfig) string {
+	if _, ok := c.UserSet("hardware.efa.chip_bandwidth_gbps"); ok {
+		return ""
+	}
+	return fmt.Sprintf(" (%s has none)", c.Hardware.Name)
 }
 
 // maxChips bounds a system's chips: the fabric keeps a route, and the

@@ -17,6 +17,13 @@
 // start latency and a completion latency that overlap across outstanding
 // transfers instead of occupying the engine. A share costs at most two
 // events (it becomes ready, it completes); none per byte or descriptor.
+//
+// Across chips (Env.Fabric, package noc): a transfer whose source and
+// destination are on different chips books its bytes on every link of the
+// route and ends no sooner than they have crossed, its completion comes
+// the hops' latency later, and it books the far chip's HBM; an HBM side on
+// a stack that is not its core's own pays the on-chip fabric's latency.
+// Semaphore updates for another core or chip follow the data there.
 package dma
 
 import (

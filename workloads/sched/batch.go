@@ -190,7 +190,7 @@ func (w *walk) flushBatch() bool {
 			oi := w.c.ops[u.op]
 			for j := range u.spans {
 				sp := &u.spans[j]
-				w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps, st.know, st.est)
+				w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps, &st.know, st.est)
 			}
 		}
 	} else {
@@ -199,7 +199,7 @@ func (w *walk) flushBatch() bool {
 			for i := range bt.union[id] {
 				sp := &bt.union[id][i]
 				if sp.Hi > sp.Lo {
-					w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps, st.know, st.est)
+					w.tr.checkRecord(w.spanCore(sp), sp, sid, oi.lastPos, 0, &w.deps, &st.know, st.est)
 				}
 			}
 		}
@@ -211,7 +211,6 @@ func (w *walk) flushBatch() bool {
 		}
 	}
 	waits := w.waits(st, sid, -1)
-	st.know[sid] = p0
 	if len(waits) > 0 {
 		w.snapshot(st, p0)
 	}
@@ -235,7 +234,6 @@ func (w *walk) flushBatch() bool {
 	}
 	w.pending = append(w.pending, pendingFinal{stream: sid, n: int32(n), pos: p0, gen: w.gen})
 	st.pos = p0 + int64(n)
-	st.know[sid] = st.pos - 1
 	st.newest = st.pos - 1
 	st.unfinal += n
 	st.est = t

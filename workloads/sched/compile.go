@@ -40,6 +40,10 @@ type compiled struct {
 	// program, and metas holds them by index.
 	nextID uint64
 	metas  []*bodyMeta
+	// canon[buf] is the buffer that stands for buffer buf in body
+	// templates: the first of its tile's slot, over the ranks, at the same
+	// partitions (see cloneBody).
+	canon []int32
 	// possible[stream] is set for the engine streams an op may go to; the
 	// others are known to be empty without walking.
 	possible []bool
@@ -93,6 +97,10 @@ type opInfo struct {
 	keyLen      int
 	start, stop int32 // multiply_moving flags (-1: none)
 	bodies      map[uint64]*bodyMeta
+	// templates are the op's bodies by their key on no core, the buffers
+	// canonical: another rank's instance of the same body is a copy moved
+	// to its own buffers (cloneBody).
+	templates map[uint64]*bodyMeta
 	// The latest instance, for ordering edges.
 	lastStream int32
 	lastPos    int64
@@ -174,6 +182,10 @@ type bodyMeta struct {
 	qsig []isa.SemSignal
 	// keyBuf holds key when it is short (most are).
 	keyBuf [16]int64
+	// tkey is the body's template key (a template's; nil otherwise),
+	// tnext the next template of its hash.
+	tkey  []int64
+	tnext *bodyMeta
 }
 
 // plain returns the body's shared Instruction with no wait, no signal and
@@ -224,7 +236,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		return nil, err
 	}
 	nRanks, perChip := ranksOf(lim)
-	c := &compiled{k: k, tg: tg, opts: opts, lay: lay, nQ: lim.DMAQueues, perCore: int(isa.NumEngines) + lim.DMAQueues,
+	c := &compiled{k: k, tg: tg, opts: opts, lay: lay, canon: canonBuffers(lay), nQ: lim.DMAQueues, perCore: int(isa.NumEngines) + lim.DMAQueues,
 		coreIdx: map[int]int{}, dmaEngines: int64(lim.DMAEngines), queuesPerEngine: opts.QueuesPerEngine,
 		finalDist: int64(opts.FinalizeDistance), soloBuf: opts.SoloBuffer, perChip: perChip, ex: ex}
 	// Queues are handed out in order; with QoS arbitration class by class
@@ -593,9 +605,34 @@ func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.D
 			return m, nil
 		}
 	}
-	m, err := w.newBody(oi, core, eng, q, dge, flags)
-	if err != nil {
-		return nil, err
+	// The same body on another rank is a template to copy.
+	var tkey []int64
+	var th uint64
+	var m *bodyMeta
+	if len(w.c.lay.cores) > 1 {
+		tkey = w.templateKey(oi, key)
+		th = hashKey(tkey)
+		for t := oi.templates[th]; t != nil; t = t.tnext {
+			if equalKey(t.tkey, tkey) {
+				m = w.cloneBody(t, oi, core)
+				break
+			}
+		}
+	}
+	if m == nil {
+		var err error
+		m, err = w.newBody(oi, core, eng, q, dge, flags)
+		if err != nil {
+			return nil, err
+		}
+		if tkey != nil {
+			m.tkey = append([]int64(nil), tkey...)
+			if oi.templates == nil {
+				oi.templates = map[uint64]*bodyMeta{}
+			}
+			m.tnext = oi.templates[th]
+			oi.templates[th] = m
+		}
 	}
 	if len(key) <= len(m.keyBuf) {
 		m.key = append(m.keyBuf[:0], key...)
@@ -630,6 +667,127 @@ func equalKey(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// templateKey returns a body key with its core left out and its buffers
+// canonical (in scratch: valid until the next call).
+func (w *walk) templateKey(oi *opInfo, key []int64) []int64 {
+	tk := append(w.tkeyBuf[:0], key...)
+	tk[3] = -1
+	for i := range oi.accs {
+		kp := oi.accs[i].keyPos
+		tk[kp] = int64(w.c.canon[tk[kp]])
+	}
+	w.tkeyBuf = tk
+	return tk
+}
+
+// cloneBody makes the body of the current instance from template t, the
+// same op's body on another rank whose template key is the instance's:
+// the same operands but for their buffers, which differ only in where
+// they are (each instance's buffer has its canonical buffer's tile, slot
+// and partitions), so each operand moves by its buffer's offset, its
+// chip and core become its buffer's, and the body's its rank's; the
+// limits it was checked against and its estimates are the template's.
+// The body is what newBody would make, for less.
+func (w *walk) cloneBody(t *bodyMeta, oi *opInfo, core int) *bodyMeta {
+	w.c.nextID++
+	ba := &bodyAlloc{}
+	b := &ba.body
+	tb := t.body
+	*b = *tb
+	chip, cr := w.c.chipCore(core)
+	b.ID, b.Chip, b.Core = w.c.nextID, chip, cr
+	ba.inst.Body = b
+	m := &ba.meta
+	*m = bodyMeta{body: b, inst: &ba.inst, sharedHBM: t.sharedHBM, idx: uint32(len(w.c.metas)),
+		intervalNs: t.intervalNs, latencyNs: t.latencyNs, xferNs: t.xferNs}
+	w.c.metas = append(w.c.metas, m)
+	if t.qsig != nil {
+		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Chip: chip, Core: cr, ID: t.qsig[0].Sem.ID}, Add: 1}}
+	}
+	bufs := w.c.lay.buffers
+	if len(tb.Outs) <= len(ba.outs) && len(tb.Ins) <= len(ba.ins) {
+		b.Outs, b.Ins = ba.outs[:len(tb.Outs):len(tb.Outs)], ba.ins[:len(tb.Ins):len(tb.Ins)]
+	} else {
+		b.Outs, b.Ins = make([]isa.Operand, len(tb.Outs)), make([]isa.Operand, len(tb.Ins))
+	}
+	copy(b.Outs, tb.Outs)
+	copy(b.Ins, tb.Ins)
+	nOut := len(b.Outs)
+	if len(w.accs) <= len(ba.spans) {
+		m.spans = ba.spans[:0:len(w.accs)]
+	} else {
+		m.spans = make([]isa.Span, 0, len(w.accs))
+	}
+	no, ni := 0, 0
+	for i := range w.accs {
+		var opnd *isa.Operand
+		write := oi.accs[i].write
+		if write {
+			opnd = &b.Outs[no]
+			no++
+		} else {
+			opnd = &b.Ins[ni]
+			ni++
+		}
+		nb := w.accs[i].buf
+		from, to := bufs[opnd.Buffer], bufs[nb]
+		opnd.Buffer = nb
+		opnd.AP = opnd.AP.Shifted(to.Offset - from.Offset)
+		opnd.AP.Chip, opnd.AP.Core = to.Chip, to.Core
+	}
+	// Spans and HBM operands, in operand order (outputs first), as
+	// newBody orders them.
+	for i := range w.accs {
+		var opnd *isa.Operand
+		write := i < nOut
+		if write {
+			opnd = &b.Outs[i]
+		} else {
+			opnd = &b.Ins[i-nOut]
+		}
+		ap := &opnd.AP
+		if ap.Mem.OnChip() {
+			lo, hi := ap.ByteSpan()
+			m.spans = append(m.spans, isa.Span{Mem: ap.Mem, Write: write, Chip: ap.Chip, Core: ap.Core,
+				PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount, Lo: lo, Hi: hi})
+			continue
+		}
+		m.hbm = append(m.hbm, hbmOperand{op: opnd, acc: i, write: write, buf: bufs[w.accs[i].buf], idx: w.accs[i].buf})
+	}
+	return m
+}
+
+// canonBuffers returns, for every buffer of the layout, the buffer that
+// stands for it in body templates: the first buffer of the same tile and
+// slot at the same partitions (on chip), over the ranks; itself when
+// there is none.
+func canonBuffers(lay *layout) []int32 {
+	canon := make([]int32, len(lay.buffers))
+	for i := range canon {
+		canon[i] = int32(i)
+	}
+	for _, ti := range lay.tiles {
+		for _, slots := range ti.bufs {
+			for s, b := range slots {
+				for _, first := range ti.bufs {
+					if s >= len(first) {
+						continue
+					}
+					f := first[s]
+					if f == b {
+						break
+					}
+					if lay.buffers[f].PartStart == lay.buffers[b].PartStart {
+						canon[b] = f
+						break
+					}
+				}
+			}
+		}
+	}
+	return canon
 }
 
 // bodyAlloc holds what newBody makes for one body, allocated together.

@@ -1,6 +1,10 @@
 package sched
 
-import "github.com/trnsim/trnsim/isa"
+import (
+	"math"
+
+	"github.com/trnsim/trnsim/isa"
+)
 
 // The dependency tracker remembers, for every byte range of SBUF, PSUM and
 // HBM that the program has touched, the recent accesses: which stream
@@ -112,12 +116,22 @@ type streamRecs struct {
 // two oldest merge into one covering both (conservative).
 const maxRecsPerStream = 32
 
-// hbmRecs are one HBM tensor's records, per stream, oldest first.
+// hbmRecs are one HBM tensor's records, per stream, oldest first: lists
+// of the streams that have touched it, in the order they first did
+// (slot[stream] is one more than the stream's index in lists; 0: none).
 type hbmRecs struct {
-	reads, writes [][]hrec
-	// active lists the streams with a record.
-	active []int32
-	seen   []bool
+	lists []hbmList
+	slot  []int32
+}
+
+// hbmList is one stream's records of an HBM tensor, with bounds on the
+// bytes of its reads and of its writes (conservative: they never shrink
+// while the list has records), so that an access beside them skips them.
+type hbmList struct {
+	stream        int32
+	reads, writes []hrec
+	rlo, rhi      int64
+	wlo, whi      int64
 }
 
 // estRef names a stream's records in a bucket, whose newest gets an
@@ -231,7 +245,7 @@ func (t *tracker) recordSpan(ci int, sp *isa.Span, stream int32, pos int64, est 
 // stream's records that cannot change its waits or its start are not
 // looked at (its own, and another's whose every record is known and
 // estimated to complete by estLo).
-func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est float64, deps *depSet, know []int64, estLo float64) {
+func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est float64, deps *depSet, know *mclock, estLo float64) {
 	bx := boxOf(sp)
 	write := sp.Write
 	mi := memIndex(sp.Mem)
@@ -249,7 +263,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			for k := range b.streams {
 				sr := &b.streams[k]
 				recs := sr.recs
-				if deps != nil && (know == nil || (sr.stream != stream && (sr.maxPos > know[sr.stream] || sr.maxEst > estLo))) {
+				if deps != nil && (know == nil || (sr.stream != stream && (sr.maxPos > know.get(sr.stream) || sr.maxEst > estLo))) {
 					skipped = false
 					for i := len(recs) - 1; i >= 0; i-- {
 						r := &recs[i]
@@ -396,18 +410,22 @@ func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, deps *
 	if h == nil {
 		return
 	}
-	for _, st := range h.active {
-		for i := range h.writes[st] {
-			r := &h.writes[st][i]
-			if r.reg.Overlaps(reg) {
-				deps.add(r.stream, r.pos, r.est)
+	lo, hi := reg.ByteLo, reg.ByteHi
+	for li := range h.lists {
+		l := &h.lists[li]
+		if l.wlo < hi && lo < l.whi {
+			for i := range l.writes {
+				r := &l.writes[i]
+				if r.reg.Overlaps(reg) {
+					deps.add(r.stream, r.pos, r.est)
+				}
 			}
 		}
-		if !write {
+		if !write || l.rlo >= hi || lo >= l.rhi {
 			continue
 		}
-		for i := range h.reads[st] {
-			r := &h.reads[st][i]
+		for i := range l.reads {
+			r := &l.reads[i]
 			if r.reg.Overlaps(reg) {
 				deps.add(r.stream, r.pos, r.est)
 			}
@@ -421,14 +439,17 @@ func (t *tracker) regionConflicts(buf int32, reg *isa.Region, write bool, deps *
 func (t *tracker) recordRegion(buf int32, reg *isa.Region, write bool, stream int32, pos int64, est float64) {
 	h := t.hbm[buf]
 	if h == nil {
-		h = &hbmRecs{reads: make([][]hrec, t.streams), writes: make([][]hrec, t.streams), seen: make([]bool, t.streams)}
+		h = &hbmRecs{slot: make([]int32, t.streams)}
 		t.hbm[buf] = h
 	}
-	if !h.seen[stream] {
-		h.seen[stream] = true
-		h.active = append(h.active, stream)
+	k := h.slot[stream] - 1
+	if k < 0 {
+		k = int32(len(h.lists))
+		h.slot[stream] = k + 1
+		h.lists = append(h.lists, hbmList{stream: stream, rlo: math.MaxInt64, rhi: math.MinInt64, wlo: math.MaxInt64, whi: math.MinInt64})
 	}
 	nr := hrec{stream: stream, write: write, pos: pos, est: est, reg: *reg}
+	lo, hi := reg.ByteLo, reg.ByteHi
 	drop := func(list []hrec) []hrec {
 		kept := list[:0]
 		for _, r := range list {
@@ -439,13 +460,24 @@ func (t *tracker) recordRegion(buf int32, reg *isa.Region, write bool, stream in
 		return kept
 	}
 	if write {
-		for _, st := range h.active {
-			h.writes[st] = drop(h.writes[st])
-			h.reads[st] = drop(h.reads[st])
+		// A record the write covers shares bytes with it: lists whose
+		// bounds it misses have none.
+		for li := range h.lists {
+			l := &h.lists[li]
+			if l.wlo < hi && lo < l.whi {
+				l.writes = drop(l.writes)
+			}
+			if l.rlo < hi && lo < l.rhi {
+				l.reads = drop(l.reads)
+			}
 		}
-		h.writes[stream] = appendCapped(h.writes[stream], nr)
+		l := &h.lists[k]
+		l.writes = appendCapped(l.writes, nr)
+		l.wlo, l.whi = min(l.wlo, lo), max(l.whi, hi)
 	} else {
-		h.reads[stream] = appendCapped(h.reads[stream], nr)
+		l := &h.lists[k]
+		l.reads = appendCapped(l.reads, nr)
+		l.rlo, l.rhi = min(l.rlo, lo), max(l.rhi, hi)
 	}
 }
 

@@ -96,13 +96,8 @@ func (o *outStream) Next() (*isa.Instruction, error) {
 // bufferedExcept returns how many instructions the shared walk holds for
 // streams other than idx.
 func (s *session) bufferedExcept(idx int32) int {
-	n := 0
-	for _, o := range s.outs {
-		if o.idx != idx && o.solo == nil {
-			n += s.shared.streams[o.idx].buffered()
-		}
-	}
-	return n
+	// A detached stream's shared copy holds none.
+	return s.shared.held - s.shared.streams[idx].buffered()
 }
 
 // detach gives the stream a walk of its own, which skips what the shared

@@ -33,8 +33,10 @@ type stream struct {
 	mult int64
 	pos  int64 // positions so far
 	// know is an engine's knowledge: for every stream, the highest
-	// position known complete (-1: none). Queues use their trigger's.
-	know []int64
+	// position known complete (-1: none). Queues use their trigger's. The
+	// engine's own entry is not kept (it is its position): the marks that
+	// carry its knowledge say it (mark.pos, mark.trigPos).
+	know mclock
 	// count is the marks so far; marks are the latest, with the knowledge
 	// each marked instruction had.
 	count int64
@@ -63,9 +65,11 @@ type stream struct {
 	out    []outEntry
 	ohead  int
 	ocount int
-	opos   int64
-	extra  []outExtra
-	xhead  int
+	// held counts the instructions every stream of the walk holds.
+	held  *int
+	opos  int64
+	extra []outExtra
+	xhead int
 	// finalTo is the last position whose signal is decided (compute
 	// instructions are finalised in position order; a transfer's trigger
 	// is final when made).
@@ -78,14 +82,20 @@ type stream struct {
 	detached bool
 }
 
+// mark is a signalling instruction at pos, the count-th of its stream,
+// with the knowledge it had (frozen; its own stream's entry is pos, not
+// the clock's); a queue's mark also names its trigger and the trigger's
+// position (trig -1: none).
 type mark struct {
 	pos, count int64
-	clock      []int64
+	clock      vclock
+	trig       int32
+	trigPos    int64
 }
 
 type snap struct {
 	pos   int64
-	clock []int64
+	clock vclock
 }
 
 // outEntry is an instruction made but not handed out: 8 bytes, with no
@@ -141,41 +151,49 @@ func (s *stream) markAt(p int64) *mark {
 	return &s.marks[(s.mhead+lo)%n]
 }
 
-// addMark records a mark at position p with knowledge clock (copied).
-func (s *stream) addMark(p int64, clock []int64) *mark {
+// addMark records a mark of stream self at position p with knowledge
+// clock (held: see vcAlloc.hold) and, for a queue's, its trigger trig at
+// trigPos (-1: none). A dense copy is written the two positions too.
+func (s *stream) addMark(p int64, clock vclock, a *vcAlloc, self, trig int32, trigPos int64) *mark {
 	s.count++
 	var m *mark
 	if len(s.marks) < markRingLen {
-		s.marks = append(s.marks, mark{clock: make([]int64, len(clock))})
+		s.marks = append(s.marks, mark{})
 		m = &s.marks[len(s.marks)-1]
 	} else {
 		m = &s.marks[s.mhead]
 		s.mhead = (s.mhead + 1) % len(s.marks)
 	}
-	m.pos, m.count = p, s.count
-	copy(m.clock, clock)
+	a.hold(&m.clock, clock)
+	m.pos, m.count, m.trig, m.trigPos = p, s.count, trig, trigPos
+	if d := m.clock.d; d != nil {
+		d[self] = p
+		if trig >= 0 {
+			d[trig] = trigPos
+		}
+	}
 	s.lastMark = p
 	return m
 }
 
 // clockAt returns the knowledge of the engine at its position p (p not
-// final yet): the latest snapshot at or before p.
-func (s *stream) clockAt(p int64) []int64 {
+// final yet): the latest snapshot at or before p (ok false: none).
+func (s *stream) clockAt(p int64) (vclock, bool) {
 	for i := len(s.snaps) - 1; i >= s.shead; i-- {
 		if s.snaps[i].pos <= p {
-			return s.snaps[i].clock
+			return s.snaps[i].clock, true
 		}
 	}
-	return nil
+	return vclock{}, false
 }
 
 // addSnap remembers the knowledge at position p.
-func (s *stream) addSnap(p int64, clock []int64, w *walk) {
+func (s *stream) addSnap(p int64, clock vclock, a *vcAlloc) {
 	if s.unfinal == 0 {
 		// Nothing can be marked at or before p any more: only this one can
 		// be needed.
 		for i := s.shead; i < len(s.snaps); i++ {
-			w.recycle(s.snaps[i].clock)
+			a.release(s.snaps[i].clock)
 		}
 		clear(s.snaps)
 		s.snaps, s.shead = s.snaps[:0], 0
@@ -189,9 +207,9 @@ func (s *stream) addSnap(p int64, clock []int64, w *walk) {
 }
 
 // pruneSnaps drops snapshots no position from p on needs.
-func (s *stream) pruneSnaps(p int64, w *walk) {
+func (s *stream) pruneSnaps(p int64, a *vcAlloc) {
 	for s.shead+1 < len(s.snaps) && s.snaps[s.shead+1].pos <= p {
-		w.recycle(s.snaps[s.shead].clock)
+		a.release(s.snaps[s.shead].clock)
 		s.snaps[s.shead] = snap{}
 		s.shead++
 	}
@@ -214,6 +232,7 @@ func (s *stream) pushOut(e outEntry, pos int64, x *outExtra) {
 	}
 	s.out[(s.ohead+s.ocount)&(len(s.out)-1)] = e
 	s.ocount++
+	*s.held++
 	if x != nil {
 		if s.xhead > 0 && len(s.extra) == cap(s.extra) && 2*s.xhead >= len(s.extra) {
 			n := copy(s.extra, s.extra[s.xhead:])
@@ -259,6 +278,7 @@ func (s *stream) pushBulk(es []outEntry, pos int64) {
 	k := copy(s.out[at:], es)
 	copy(s.out, es[k:])
 	s.ocount += len(es)
+	*s.held += len(es)
 }
 
 // popPlain hands out the stream's oldest instruction held when it is the
@@ -274,6 +294,7 @@ func (w *walk) popPlain(st *stream) *isa.Instruction {
 	}
 	st.ohead = (st.ohead + 1) & (len(st.out) - 1)
 	st.ocount--
+	*st.held--
 	st.opos++
 	return w.c.metas[e.meta].inst
 }
@@ -311,12 +332,14 @@ func (s *stream) pop(e *outEntry) (x outExtra) {
 	}
 	s.ohead = (s.ohead + 1) & (len(s.out) - 1)
 	s.ocount--
+	*s.held--
 	s.opos++
 	return x
 }
 
 // dropOut forgets every instruction held.
 func (s *stream) dropOut() {
+	*s.held -= s.ocount
 	s.out, s.ohead, s.ocount, s.extra, s.xhead = nil, 0, 0, nil, 0
 }
 

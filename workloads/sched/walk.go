@@ -61,12 +61,15 @@ type walk struct {
 	slabIns  []isa.Instruction
 	slabWait []isa.SemWait
 	slabSig  []isa.SemSignal
-	snapPool []int64
-	// freeClocks are snapshot clocks to reuse.
-	freeClocks [][]int64
+	// held counts the instructions the streams hold (stream.held).
+	held int
+	// va makes the streams' clocks; none knows nothing.
+	va   *vcAlloc
+	none vclock
 	// slices and costEnv are scratch for making bodies; rearrs remembers
 	// rearranged dimensions.
 	slices  []isa.Slice
+	tkeyBuf []int64
 	costEnv isa.CostEnv
 	rearrs  map[rearrKey]rearrDims
 }
@@ -121,8 +124,24 @@ type waitCand struct {
 	pos    int64 // the mark waited for
 	count  int64
 	est    float64
-	clock  []int64
-	drop   bool
+	// m is the mark waited for (valid while waits runs: a stream's marks
+	// change only when it is marked, once a call).
+	m    *mark
+	drop bool
+}
+
+// knows returns the position of stream s the candidate's mark knows
+// complete.
+func (c *waitCand) knows(a *vcAlloc, s int32) int64 {
+	m := c.m
+	if m.clock.d != nil {
+		return m.clock.d[s]
+	}
+	k := m.clock.get(a, s)
+	if s == m.trig {
+		k = max(k, m.trigPos)
+	}
+	return k
 }
 
 // accEval is one operand of an op instance, evaluated.
@@ -140,18 +159,17 @@ func newWalk(c *compiled) *walk {
 	w := &walk{c: c, env: make([]int64, len(c.k.Vars)), tileInst: make([]int64, len(c.lay.tiles)),
 		tr: newTracker(len(c.lay.cores), c.tg.Limits.SBUFPartitionBytes, c.tg.Limits.PSUMPartitionBytes, c.nStreams())}
 	n := c.nStreams()
+	w.va = newVCAlloc(n)
+	w.none = w.va.noKnowledge()
 	for ci, core := range c.lay.cores {
 		chip, cr := c.chipCore(core)
 		for k := 0; k < c.perCore; k++ {
-			s := &stream{core: ci, queue: -1, lastMark: -1, newest: -1, finalTo: -1}
+			s := &stream{core: ci, queue: -1, lastMark: -1, newest: -1, finalTo: -1, held: &w.held}
 			if k < int(isa.NumEngines) {
 				s.engine = isa.Engine(k)
 				s.sem = isa.SemRef{Chip: chip, Core: cr, ID: int32(k)}
 				s.mult = 1
-				s.know = make([]int64, n)
-				for i := range s.know {
-					s.know[i] = -1
-				}
+				s.know = w.va.mutable()
 			} else {
 				s.queue = k - int(isa.NumEngines)
 				s.sem = isa.SemRef{Chip: chip, Core: cr, ID: int32(QueueSemBase + s.queue)}
@@ -612,7 +630,6 @@ func (w *walk) emit(oi *opInfo) error {
 	waits := w.waits(st, sid, -1)
 	p := st.pos
 	st.pos++
-	st.know[sid] = p
 	if len(waits) > 0 {
 		w.snapshot(st, p)
 	}
@@ -746,16 +763,14 @@ func (w *walk) issueDMA(oi *opInfo, ci int, eng isa.Engine, q int, meta *bodyMet
 	waits := w.waits(ts, tid, qid)
 	pe := ts.pos
 	ts.pos++
-	ts.know[tid] = pe
 	if len(waits) > 0 {
 		w.snapshot(ts, pe)
 	}
 	pq := qs.pos
 	qs.pos++
 	// Every transfer signals its queue: its mark carries the trigger's
-	// knowledge.
-	m := qs.addMark(pq, ts.know)
-	m.clock[qid] = pq
+	// knowledge, and the trigger's position.
+	qs.addMark(pq, ts.know.view(w.va), w.va, qid, tid, pe)
 	start := ts.est
 	for _, d := range w.deps.list {
 		if d != tid && d != qid {
@@ -888,7 +903,7 @@ func (w *walk) waits(st *stream, self, skip int32) []waitCand {
 			continue
 		}
 		p := w.deps.pos[d]
-		if p <= st.know[d] {
+		if p <= st.know.get(d) {
 			continue
 		}
 		cands = append(cands, waitCand{stream: d, dep: p, est: w.deps.est[d]})
@@ -910,12 +925,24 @@ func (w *walk) waits(st *stream, self, skip int32) []waitCand {
 	}
 	for i := range cands {
 		c := &cands[i]
-		if c.dep <= st.know[c.stream] {
+		if c.dep <= st.know.get(c.stream) {
 			c.drop = true
 			continue
 		}
-		c.pos, c.count, c.clock = w.resolve(c.stream, c.dep)
-		join(st.know, c.clock)
+		m := w.resolve(c.stream, c.dep)
+		c.pos, c.count, c.m = m.pos, m.count, m
+		if w.va.dense {
+			// A dense mark's copy holds its own and its trigger's positions.
+			joinDense(st.know.d, m.clock.d)
+			continue
+		}
+		st.know.join(w.va, m.clock)
+		if st.know.get(c.stream) < c.pos {
+			st.know.set(w.va, c.stream, c.pos)
+		}
+		if m.trig >= 0 && m.trig != self && st.know.get(m.trig) < m.trigPos {
+			st.know.set(w.va, m.trig, m.trigPos)
+		}
 	}
 	// A wait implied by another's knowledge goes.
 	for i := range cands {
@@ -925,7 +952,7 @@ func (w *walk) waits(st *stream, self, skip int32) []waitCand {
 		}
 		for j := range cands {
 			cj := &cands[j]
-			if i != j && !cj.drop && cj.clock[ci.stream] >= ci.dep {
+			if i != j && !cj.drop && cj.knows(w.va, ci.stream) >= ci.dep {
 				ci.drop = true
 				break
 			}
@@ -941,72 +968,34 @@ func (w *walk) waits(st *stream, self, skip int32) []waitCand {
 	return kept
 }
 
-func join(dst, src []int64) {
-	for i, v := range src {
-		if v > dst[i] {
-			dst[i] = v
-		}
-	}
-}
-
 // resolve returns the mark a consumer of stream d's position p waits for:
 // the first mark at p or after, marking p when it is not final yet.
-func (w *walk) resolve(d int32, p int64) (pos, count int64, clock []int64) {
+func (w *walk) resolve(d int32, p int64) *mark {
 	s := w.streams[d]
 	if m := s.markAt(p); m != nil {
-		return m.pos, m.count, m.clock
+		return m
 	}
-	m := w.markEngine(d, p)
-	return m.pos, m.count, m.clock
+	return w.markEngine(d, p)
 }
 
 // markEngine marks position p of engine stream d (not final, and after
 // every mark so far).
 func (w *walk) markEngine(d int32, p int64) *mark {
 	s := w.streams[d]
-	clock := s.clockAt(p)
-	if clock == nil {
-		clock = w.noKnowledge()
+	clock, ok := s.clockAt(p)
+	if !ok {
+		clock = w.none
 	}
-	m := s.addMark(p, clock)
-	m.clock[d] = p
+	m := s.addMark(p, clock, w.va, d, -1, -1)
 	if e := s.entryAt(p); e != nil {
 		e.flags |= outSignal
 	}
 	return m
 }
 
-func (w *walk) noKnowledge() []int64 {
-	n := w.c.nStreams()
-	if len(w.snapPool) < n {
-		w.snapPool = make([]int64, n*64)
-	}
-	c := w.snapPool[:n:n]
-	w.snapPool = w.snapPool[n:]
-	for i := range c {
-		c[i] = -1
-	}
-	return c
-}
-
 // snapshot remembers an engine's knowledge at position p (it waited).
 func (w *walk) snapshot(st *stream, p int64) {
-	var c []int64
-	if k := len(w.freeClocks); k > 0 {
-		c = w.freeClocks[k-1]
-		w.freeClocks = w.freeClocks[:k-1]
-	} else {
-		c = make([]int64, len(st.know))
-	}
-	copy(c, st.know)
-	st.addSnap(p, c, w)
-}
-
-// recycle takes back a snapshot's clock no one refers to any more.
-func (w *walk) recycle(c []int64) {
-	if c != nil {
-		w.freeClocks = append(w.freeClocks, c)
-	}
+	st.addSnap(p, w.va.snapshot(&st.know), w.va)
 }
 
 // finalize decides the signals of the compute instructions the walk has
@@ -1026,7 +1015,7 @@ func (w *walk) finalize(all bool) {
 			w.markEngine(pf.stream, s.newest)
 		}
 		s.finalTo = max(s.finalTo, last)
-		s.pruneSnaps(last+1, w)
+		s.pruneSnaps(last+1, w.va)
 	}
 	if w.phead > 4096 && w.phead*2 > len(w.pending) {
 		n := copy(w.pending, w.pending[w.phead:])

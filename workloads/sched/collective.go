@@ -88,6 +88,8 @@ type expansion struct {
 	// DMA queues kept for collectives.
 	ranks  []int
 	queues []int
+	// notes are what the program says of its collectives (Program.Notes).
+	notes []string
 }
 
 type synth struct {
@@ -619,11 +621,20 @@ func (e *expander) scratchTile(c *tile.Collective, l *tile.Loop, what string, dt
 }
 
 // algorithm returns the algorithm a collective of n ranks moving bytes per
-// rank uses.
-func (e *expander) algorithm(c *tile.Collective, n int, bytes int64) string {
+// rank uses. rdh needs a power-of-two group: the statement's algo=rdh on
+// another is an error; the kernel-wide option's runs ring, with a note;
+// the size's choice runs ring.
+func (e *expander) algorithm(c *tile.Collective, n int, bytes int64) (string, error) {
+	pow2 := bits.OnesCount(uint(n)) == 1
+	if c.Algo == tile.AlgoRDH && !pow2 {
+		return "", e.errAt(c, c.AlgoPos(), "algo=rdh pairs ranks whose indices differ in one bit, so it needs a group of a power-of-two size; this one has %d ranks: use algo=ring or algo=mesh, or leave algo= out", n)
+	}
 	a := c.Algo
 	if a == "" {
 		a = e.opts.CollectiveAlgorithm
+		if a == tile.AlgoRDH && !pow2 && e.ex != nil {
+			e.note("%s%s: the collective algorithm rdh needs a power-of-two group; this one has %d ranks and runs ring", e.where(c), tile.FormatCollective(c), n)
+		}
 	}
 	if a == "" {
 		switch {
@@ -635,18 +646,43 @@ func (e *expander) algorithm(c *tile.Collective, n int, bytes int64) string {
 			a = tile.AlgoRing
 		}
 	}
-	if a == tile.AlgoRDH && bits.OnesCount(uint(n)) != 1 {
+	if a == tile.AlgoRDH && !pow2 {
 		a = tile.AlgoRing
 	}
-	return a
+	return a, nil
+}
+
+// note adds a note for the program, once.
+func (e *expander) note(format string, args ...any) {
+	n := fmt.Sprintf(format, args...)
+	for _, x := range e.ex.notes {
+		if x == n {
+			return
+		}
+	}
+	e.ex.notes = append(e.ex.notes, n)
+}
+
+// where is "FILE:LINE:COL: " of a collective in the text form, or "".
+func (e *expander) where(c *tile.Collective) string {
+	if e.k.File == "" || c.Pos.Line == 0 {
+		return ""
+	}
+	return e.k.File + ":" + c.Pos.String() + ": "
 }
 
 // Algorithm returns the algorithm the scheduler uses for a collective of
 // group size n moving bytes per rank, given the statement's algo= and the
 // kernel-wide option (tests and reports use it).
+// The statement's algo=rdh on a group that is not a power of two is an
+// error when scheduled; here it gives ring, as the option does.
 func Algorithm(stmtAlgo, optAlgo string, n int, bytes int64) string {
 	e := &expander{opts: Options{CollectiveAlgorithm: optAlgo}}
-	return e.algorithm(&tile.Collective{Algo: stmtAlgo}, n, bytes)
+	if stmtAlgo == tile.AlgoRDH && bits.OnesCount(uint(n)) != 1 {
+		stmtAlgo = tile.AlgoRing
+	}
+	a, _ := e.algorithm(&tile.Collective{Algo: stmtAlgo}, n, bytes)
+	return a
 }
 
 // collective expands c (in cores loop l, nil outside one) over group.
@@ -770,7 +806,10 @@ func (e *expander) collective(c *tile.Collective, l *tile.Loop, group []int) ([]
 		}
 		bytes = ins[0].elems() * eb
 	}
-	b.algo = e.algorithm(c, n, bytes)
+	var err error
+	if b.algo, err = e.algorithm(c, n, bytes); err != nil {
+		return nil, err
+	}
 	b.members = group
 	if perm := e.memberOrder(c.Kind, b.algo, group); !isIdentity(perm) {
 		// The algorithm runs over the members in the order perm (topo.go):

@@ -275,9 +275,15 @@ func TestCollectivesMoveTheirBytes(t *testing.T) {
 						if tc.x != nil {
 							x = tc.x(n)
 						}
-						src := fmt.Sprintf("kernel coll\nfor c in range(0, %d) cores:\n    %s\n    collective %s %s, %s algo=%s op=%d\n",
-							n, tc.decl(n), tc.kind, y, x, algo, collOp)
-						res, bytes := runKernel(t, ss.sys, src, sched.Options{})
+						stmt, opts := " algo="+algo, sched.Options{}
+						if algo == tile.AlgoRDH && n&(n-1) != 0 {
+							// The statement's algo=rdh is an error on this
+							// group; the kernel-wide option runs ring.
+							stmt, opts.CollectiveAlgorithm = "", algo
+						}
+						src := fmt.Sprintf("kernel coll\nfor c in range(0, %d) cores:\n    %s\n    collective %s %s, %s%s op=%d\n",
+							n, tc.decl(n), tc.kind, y, x, stmt, collOp)
+						res, bytes := runKernel(t, ss.sys, src, opts)
 						p := pieceBytes(tc.shape(n), tc.eb, n)
 						var total int64
 						for r, want := range expectedByRank(t, ss.sys, tc.kind, algo, seq(0, n), p) {
@@ -394,6 +400,7 @@ func TestAlgorithmBySize(t *testing.T) {
 		{"", tile.AlgoMesh, 8, 100 << 20, tile.AlgoMesh},
 		{tile.AlgoRing, tile.AlgoMesh, 8, 1, tile.AlgoRing},
 		{tile.AlgoRDH, "", 12, 1, tile.AlgoRing},
+		{"", tile.AlgoRDH, 12, 1, tile.AlgoRing},
 	}
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, sched.Algorithm(tc.stmt, tc.opt, tc.n, tc.bytes), "%+v", tc)
@@ -507,6 +514,8 @@ func TestCollectiveErrorsAreLocated(t *testing.T) {
 			"coll.tile:4:38: collective all_gather b, a group=[1, 8]: group names core 8, which does not exist (the chip has 8)"},
 		{"a group size that does not divide the loop's ranks", system{"trn2", 1}, loop(6, "    collective all_reduce y, x group_size=4\n"),
 			"coll.tile:6:43: collective all_reduce y, x group_size=4: group_size=4 does not divide the 6 ranks of the cores loop over c (ranks 0 to 5)"},
+		{"algo=rdh over a group that is not a power of two", system{"trn2", 1}, loop(6, "    collective all_reduce y, x algo=rdh\n"),
+			"coll.tile:6:37: collective all_reduce y, x algo=rdh: algo=rdh pairs ranks whose indices differ in one bit, so it needs a group of a power-of-two size; this one has 6 ranks: use algo=ring or algo=mesh, or leave algo= out"},
 		{"a group rank the loop does not run", system{"trn2", 1}, loop(4, "    collective all_reduce y, x group=[0, 5]\n"),
 			"coll.tile:6:42: collective all_reduce y, x group=[0, 5]: group names rank 5, which the cores loop over c does not run (ranks 0 to 3)"},
 		{"all_reduce output and input differ", system{"trn2", 1}, loop(4, "    collective all_reduce y[0:32], x\n"),
@@ -972,4 +981,18 @@ func TestRingAlongTheTorus(t *testing.T) {
 	res, err := chip.Run(cfg, p.Program, chip.Options{})
 	require.NoError(t, err)
 	assert.Len(t, res.Links, 8)
+}
+
+// The kernel-wide option rdh on a group that is not a power of two runs
+// ring, and the program's notes say so, once per collective; on a
+// power-of-two group there is no note.
+func TestRDHOptionOnOtherGroupsIsNoted(t *testing.T) {
+	src := "kernel coll\nfor c in range(0, 6) cores:\n    tile x hbm fp32 [96, 40] input\n    tile y hbm fp32 [96, 40] output\n" +
+		"    collective all_reduce y, x group_size=3 op=9\n    collective all_reduce x, y group=[0, 1, 2, 3] op=9\n"
+	p, err := sched.Compile(mustParse(t, src), workloads.Target(preset(t, "trn2")), sched.Options{DGEAuto: true, CollectiveAlgorithm: tile.AlgoRDH})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"coll.tile:5:5: collective all_reduce y, x group_size=3 op=9: the collective algorithm rdh needs a power-of-two group; this one has 3 ranks and runs ring"}, p.Notes)
+	p, err = sched.Compile(mustParse(t, src), workloads.Target(preset(t, "trn2")), sched.Options{DGEAuto: true})
+	require.NoError(t, err)
+	assert.Empty(t, p.Notes, "chosen by size")
 }

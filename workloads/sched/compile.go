@@ -212,6 +212,10 @@ type Program struct {
 	// chips: rank r is core r % CoresPerChip of chip r / CoresPerChip),
 	// ascending.
 	Cores []int
+	// Notes say, in words, where the scheduler did not do what the options
+	// asked (the kernel-wide collective algorithm rdh on a group that is
+	// not a power of two runs ring), for the run's notes.
+	Notes []string
 }
 
 // Compile checks a kernel against the target, places its tiles and
@@ -430,7 +434,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		}
 	}
 	prog.OpenAll = func() []isa.Stream { return newSession(c).streams() }
-	return &Program{Program: prog, c: c, PeakSBUFBytes: lay.peakSBUF, PeakPSUMBytes: lay.peakPSUM, Cores: lay.cores}, nil
+	return &Program{Program: prog, c: c, PeakSBUFBytes: lay.peakSBUF, PeakPSUMBytes: lay.peakPSUM, Cores: lay.cores, Notes: ex.notes}, nil
 }
 
 // possibleStreams returns which engine streams may receive instructions:

@@ -96,7 +96,8 @@ type Options struct {
 	// CollectiveAlgorithm is the algorithm of every collective that does
 	// not name one (algo=): "mesh", "rdh" or "ring"; "" chooses by message
 	// size (mesh below 1 MiB, rdh up to 56 MiB, ring above; rdh needs a
-	// power-of-two group, others use ring).
+	// power-of-two group: other groups use ring, and with this option
+	// set to rdh the program's notes say so).
 	CollectiveAlgorithm string
 }
 

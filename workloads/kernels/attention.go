@@ -255,12 +255,13 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 		return &Rearrange{In: [][]string{{"t", "p"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: map[string]int64{"p": 128}}
 	}
 	nGroups := a.QHeads / (L * Pk)
-	root.For("b", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
-		b.For("hg", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
-			// The KV head of slot s: the lanes' first head's, plus s.
-			kvBase := hg.MulC(L * Pk).Div(C(g))
-			kt := b.Tile("kt", isa.MemSBUF, dt, []int64{128, p.KVSlots, T}, nbuf)
-			vt := b.Tile("v", isa.MemSBUF, dt, []int64{128, p.KVSlots, nT, d + 1}, nbuf)
+	nQB := ceilDiv(a.Seq, QB)
+	// loadKV loads head group hg's K^T and V (of batch element bi) into
+	// kt and vt.
+	loadKV := func(b *Block, kt, vt atter, bi, hg Expr) {
+		// The KV head of slot s: the lanes' first head's, plus s.
+		kvBase := hg.MulC(L * Pk).Div(C(g))
+		{
 			for s := int64(0); s < p.KVSlots; s++ {
 				col := kvBase.AddC(s).MulC(d)
 				// Ones column of V: P V's last column is the row sum of P.
@@ -282,6 +283,53 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 							vHBM.At(RS(bi.MulC(T).Add(t0).Add(full.MulC(128)), rem), RS(col, C(d))))
 					})
 				})
+			}
+		}
+	}
+	// loadQ loads lane l's Q^T of query block gq (q0, nq) into qt.
+	loadQ := func(b *Block, qt atter, bi, hg Expr, l int64, q0, nq Expr) {
+		for gi := int64(0); gi < Pk; gi++ {
+			h := hg.MulC(L * Pk).AddC(l*Pk + gi)
+			dst := qt.At(R(C(0), C(d)), Range{Start: C(gi), Stop: nq.Sub(C(1)).MulC(Pk).AddC(gi + 1), Step: Pk})
+			if Pk == 1 {
+				dst = qt.At(R(C(0), C(d)), R(C(0), nq))
+			}
+			dma(b, isa.OpDMATranspose, dst, qHBM.At(RS(bi.MulC(a.Seq).Add(q0), nq), RS(h.MulC(d), C(d))))
+		}
+	}
+	// Preloaded (preload): with one query block and every head group's
+	// Q^T, K^T and V within preloadBytes, all of them load first, into
+	// kernel-level tiles, each transfer ahead of every matmul in program
+	// order (so none waits for the multiplies of the tiles beside its own,
+	// and each head group's loads overlap the groups before).
+	nHG := a.Batch * nGroups
+	eb := int64(dt.Bytes())
+	preload := nQB == 1 && mul(nHG, add(roundUp(mul(p.KVSlots, T, eb), 64), roundUp(mul(p.KVSlots, nT, d+1, eb), 64), mul(L, roundUp(RB*eb, 64)))) <= preloadBytes
+	var ktAll, vtAll, qtAll *Tile
+	if preload {
+		ktAll = root.Tile("kt_all", isa.MemSBUF, dt, []int64{128, nHG, p.KVSlots, T}, 1)
+		vtAll = root.Tile("v_all", isa.MemSBUF, dt, []int64{128, nHG, p.KVSlots, nT, d + 1}, 1)
+		qtAll = root.Tile("qt_all", isa.MemSBUF, dt, []int64{128, nHG * L, RB}, 1)
+		root.For("b_p", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
+			b.For("hg_p", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
+				idx := bi.MulC(nGroups).Add(hg)
+				loadKV(b, slotted{ktAll, idx, true}, slotted{vtAll, idx, true}, bi, hg)
+				for l := int64(0); l < L; l++ {
+					loadQ(b, slotted{qtAll, idx.MulC(L).AddC(l), true}, bi, hg, l, C(0), C(a.Seq))
+				}
+			})
+		})
+	}
+	root.For("b", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
+		b.For("hg", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
+			var kt, vt atter
+			if preload {
+				idx := bi.MulC(nGroups).Add(hg)
+				kt, vt = slotted{ktAll, idx, true}, slotted{vtAll, idx, true}
+			} else {
+				kt = b.Tile("kt", isa.MemSBUF, dt, []int64{128, p.KVSlots, T}, nbuf)
+				vt = b.Tile("v", isa.MemSBUF, dt, []int64{128, p.KVSlots, nT, d + 1}, nbuf)
+				loadKV(b, kt, vt, bi, hg)
 			}
 			type lane struct {
 				m, o, pr, al *Tile
@@ -328,7 +376,6 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				}
 				return geom{qb, q0, nq, nq.MulC(Pk), kStart, kEnd, kEnd.Sub(kStart).CDiv(C(KB)), qb.Mod(C(2))}
 			}
-			nQB := ceilDiv(a.Seq, QB)
 			blockOf := func(gq geom, kb Expr) (kb0, bs, nt Expr) {
 				kb0 = gq.kStart.Add(kb.MulC(KB))
 				bs = Min(C(KB), gq.kEnd.Sub(kb0))
@@ -337,7 +384,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			// softmax is the first stage of key block kb: S = Q K^T,
 			// the masks, the running max, P = exp(scale*(S - max)) and
 			// alpha, for every lane.
-			softmax := func(b *Block, gq geom, qts []*Tile, kb Expr) {
+			softmax := func(b *Block, gq geom, qts []atter, kb Expr) {
 				q0, nq, rows := gq.q0, gq.nq, gq.rows
 				kb0, bs, _ := blockOf(gq, kb)
 				cur, prev := kb.Mod(C(2)), kb.AddC(1).Mod(C(2))
@@ -471,17 +518,15 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			}
 			b.For("qb", C(0), C(nQB), Parallel, func(b *Block, qb Expr) {
 				gq := geomOf(qb)
-				qts := make([]*Tile, L)
+				qts := make([]atter, L)
 				for l := int64(0); l < L; l++ {
-					qts[l] = b.Tile(fmt.Sprintf("qt%d", l), isa.MemSBUF, dt, []int64{128, RB}, nbuf)
-					for gi := int64(0); gi < Pk; gi++ {
-						h := hg.MulC(L * Pk).AddC(l*Pk + gi)
-						dst := qts[l].At(R(C(0), C(d)), Range{Start: C(gi), Stop: gq.nq.Sub(C(1)).MulC(Pk).AddC(gi + 1), Step: Pk})
-						if Pk == 1 {
-							dst = qts[l].At(R(C(0), C(d)), R(C(0), gq.nq))
-						}
-						dma(b, isa.OpDMATranspose, dst, qHBM.At(RS(bi.MulC(a.Seq).Add(gq.q0), gq.nq), RS(h.MulC(d), C(d))))
+					if preload {
+						qts[l] = slotted{qtAll, bi.MulC(nGroups).Add(hg).MulC(L).AddC(l), true}
+						continue
 					}
+					qt := b.Tile(fmt.Sprintf("qt%d", l), isa.MemSBUF, dt, []int64{128, RB}, nbuf)
+					qts[l] = qt
+					loadQ(b, qt, bi, hg, l, gq.q0, gq.nq)
 				}
 				// Software pipelined: key block kb's softmax, then the
 				// accumulation of the block before it (of this query
@@ -508,6 +553,10 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	}
 	return k, nil
 }
+
+// preloadBytes bounds the SBUF per partition of attention's preloaded
+// inputs (every head group's Q^T, K^T and V).
+const preloadBytes = 24 << 10
 
 // attnHalfScores keeps the scores in PSUM in the input's 2-byte dtype
 // (the PE array rounds its FP32 sums on write), which halves VectorE's

@@ -203,11 +203,11 @@ type GEMMPlan struct {
 }
 
 // BShape returns the shape of B in HBM: [Batch*K, N], or pre-tiled
-// (BTiled) [ceil(N/BN)*128, ceil(K/128), BN].
+// (BTiled) [ceil(N/BN)*128, ceil(K/128), min(BN, N)].
 func (p *GEMMPlan) BShape() []int64 {
 	g := p.G
 	if g.BTiled {
-		return []int64{ceilDiv(g.N, p.BN) * 128, ceilDiv(g.K, 128), p.BN}
+		return []int64{ceilDiv(g.N, p.BN) * 128, ceilDiv(g.K, 128), min(p.BN, g.N)}
 	}
 	return []int64{max(g.Batch, 1) * g.K, g.N}
 }
@@ -258,6 +258,36 @@ func (p *GEMMPlan) HeadStmts() int {
 	return 0
 }
 
+// AResidentStmts returns how many statements after the head load a
+// resident A (one GEMM): they read only A and write only its SBUF tile,
+// so a caller may move them earlier in program order, above no statement
+// that writes A.
+func (p *GEMMPlan) AResidentStmts() int {
+	if p.aResFor(p.Order, p.BM) && max(p.G.Batch, 1) == 1 {
+		return 1
+	}
+	return 0
+}
+
+// AResidentSBUFBytes returns the SBUF per partition of a resident A's
+// tiles (A^T, and A's rows for TensorE transposes).
+func (p *GEMMPlan) AResidentSBUFBytes() int64 {
+	if p.AResidentStmts() == 0 {
+		return 0
+	}
+	return p.aSBUFBytes(p.Order, p.BM, p.BK)
+}
+
+// aChunkBytes is the least bytes per partition of a transfer of a
+// resident A (several K blocks, where one is less).
+const aChunkBytes = 4096
+
+// headGroupBytes is how many bytes per partition a transfer of a
+// pre-tiled B's head takes at most: several K blocks, each partition's
+// run of them one descriptor (at 16 ns a descriptor against about 480 ns
+// for the bytes: 3% on the bytes' time).
+const headGroupBytes = 8192
+
 // SlotTileName names a streamed B's slot tile in the GEMM's kernel (a
 // caller may pin its placement).
 const SlotTileName = "bs"
@@ -295,12 +325,25 @@ func (p *GEMMPlan) aSBUFBytes(order LoopOrder, bm, bk int64) int64 {
 	return n
 }
 
+// biasMatmul reports whether the epilogue's bias joins each result
+// tile's accumulation in PSUM as one more matmul, a row of ones
+// (stationary, one partition) times the bias row (moving): the group's
+// first, so that its evacuation is the result with the bias, without the
+// bias broadcast to every partition by DMA (N x 128 elements written for
+// N read) nor an add pass. Each result tile accumulates once (kOnce), in
+// the one dtype (the bias is Out), and not with quantised weights (their
+// scales multiply the sum) or double-row matmuls.
+func (p *GEMMPlan) biasMatmul() bool {
+	g := p.G
+	return g.Epilogue.Bias && p.kOnce() && g.In == g.Out && !g.Dequant && !p.DoubleRow
+}
+
 // foldBias reports whether the epilogue's bias is added by the
 // evacuations (VectorE's, each result tile's only one: an add of the PSUM
 // tile and the bias at the copy's cost), not by a pass over the finished
 // block. Not with quantised weights, whose scales multiply first.
 func (p *GEMMPlan) foldBias() bool {
-	return p.G.Epilogue.Bias && !p.G.Dequant && p.kOnce() && p.Evacuate == EvacVector
+	return p.G.Epilogue.Bias && !p.G.Dequant && p.kOnce() && p.Evacuate == EvacVector && !p.biasMatmul()
 }
 
 // residentFits reports whether the nkm plan with these blocks, K in PSUM
@@ -877,7 +920,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// A streamed B's slots (its head is made last, and moved first).
 	var bsAll *Tile
 	if p.BSlots > 0 && !g.Dequant {
-		bsAll = k.Root().Tile(SlotTileName, isa.MemSBUF, g.In, []int64{128, p.BSlots, p.BK / 128, p.BN}, 1)
+		bsAll = k.Root().Tile(SlotTileName, isa.MemSBUF, g.In, []int64{128, p.BSlots, p.BK / 128, min(p.BN, g.N)}, 1)
 	}
 	var scaleHBM, scaleIdx *Tile
 	if g.Dequant {
@@ -893,8 +936,18 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	if g.Epilogue.HasR() {
 		rHBM = k.Tensor("R", g.Out, Input, batch*g.M, g.N)
 	}
-	var biasSB *Tile
-	if g.Epilogue.Bias {
+	var biasSB, biasRow, ones *Tile
+	if p.biasMatmul() {
+		// The bias row in one partition, and a row of ones, for the
+		// bias's matmul (biasMatmul).
+		biasHBM := k.Tensor("BIAS", g.Out, Input, g.N)
+		root := k.Root()
+		biasRow = root.Tile("bias_row", isa.MemSBUF, g.Out, []int64{1, g.N}, 1)
+		ones = root.Tile("ones", isa.MemSBUF, g.In, []int64{1, min(128, g.M, p.BM)}, 1)
+		root.Add(&Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: []Access{ones.All()}, Attrs: isa.Attrs{Value: 1}, OpID: p.opID})
+		one := &Rearrange{In: [][]string{{"o", "c"}}, Out: []string{"o", "c"}, Sizes: map[string]int64{"o": 1}}
+		root.Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{biasRow.All()}, Ins: []Access{biasHBM.All().Rearranged(one)}, OpID: p.opID})
+	} else if g.Epilogue.Bias {
 		// The bias in every partition, once: a gather of row 0 with an
 		// all-zero index (the IR has no broadcast access).
 		biasHBM := k.Tensor("BIAS", g.Out, Input, g.N)
@@ -1017,50 +1070,62 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// it is read, so no load waits for the multiplies of the tiles beside
 	// it), and, with TensorE transposes, each K block's tiles by its own
 	// step, from A's rows all loaded by the first.
-	loadAResident := func(b *Block, nb, kb Expr) {
+	// loadAAll loads all of a resident A by one statement (a transfer per
+	// chunk of whole K blocks of at least aChunkBytes per partition, so
+	// that the first blocks arrive first while each descriptor stays
+	// long): A^T into its tile, or, for TensorE transposes, A's rows.
+	loadAAll := func(b *Block) {
 		m0, ms := mOff, mSize(C(0))
-		first := nb.Eq(C(0)).And(kb.Eq(C(0)))
-		// (All of A by the first step, but one transfer per K block, so
-		// that the first blocks arrive first.)
+		eb := int64(g.In.Bytes())
+		chunkOf := func(perBlock int64) int64 { return p.BK * max(1, ceilDiv(aChunkBytes, perBlock)) }
 		switch {
 		case !g.AMK:
-			b.When(first, func(b *Block) {
-				b.For("kb_a", C(0), C(nBK), Parallel, func(b *Block, kb Expr) {
-					loadRows(b, ktShift{aRes, kb.MulC(KT)}, aHBM, kOff.Add(kb.MulC(p.BK)), kSize(kb), C(0), ms, -1)
-				})
+			ck := chunkOf(KT * min(g.M, p.BM) * eb)
+			b.For("kc_a", C(0), C(ceilDiv(g.K, ck)), Parallel, func(b *Block, c Expr) {
+				loadRows(b, ktShift{aRes, c.MulC(ck / 128)}, aHBM, kOff.Add(c.MulC(ck)), Min(C(ck), C(g.K).Sub(c.MulC(ck))), C(0), ms, -1)
 			})
 		case p.Transpose == TransposeDMA:
-			b.When(first, func(b *Block) {
-				b.For("kt_a", C(0), C(ceilDiv(g.K, 128)), Parallel, func(b *Block, kt Expr) {
-					rows := Min(C(128), C(g.K).Sub(kt.MulC(128)))
-					dma(b, isa.OpDMATranspose, aRes.At(R(C(0), rows), I(kt), R(C(0), ms)), aHBM.At(RS(m0, ms), RS(kt.MulC(128), rows)))
-				})
+			b.For("kt_a", C(0), C(ceilDiv(g.K, 128)), Parallel, func(b *Block, kt Expr) {
+				rows := Min(C(128), C(g.K).Sub(kt.MulC(128)))
+				dma(b, isa.OpDMATranspose, aRes.At(R(C(0), rows), I(kt), R(C(0), ms)), aHBM.At(RS(m0, ms), RS(kt.MulC(128), rows)))
 			})
 		default:
-			b.When(first, func(b *Block) {
-				b.For("kb_r", C(0), C(nBK), Parallel, func(b *Block, kb Expr) {
-					b.For("mt_r", C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
-						rows := Min(C(128), ms.Sub(mt.MulC(128)))
-						dma(b, isa.OpDMACopy, aRaw.At(R(C(0), rows), I(mt), RS(kb.MulC(p.BK), kSize(kb))),
-							aHBM.At(RS(m0.Add(mt.MulC(128)), rows), RS(kb.MulC(p.BK), kSize(kb))))
-					})
+			ck := chunkOf(p.BK * eb)
+			b.For("kc_r", C(0), C(ceilDiv(g.K, ck)), Parallel, func(b *Block, c Expr) {
+				cs := Min(C(ck), C(g.K).Sub(c.MulC(ck)))
+				b.For("mt_r", C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
+					rows := Min(C(128), ms.Sub(mt.MulC(128)))
+					dma(b, isa.OpDMACopy, aRaw.At(R(C(0), rows), I(mt), RS(c.MulC(ck), cs)),
+						aHBM.At(RS(m0.Add(mt.MulC(128)), rows), RS(c.MulC(ck), cs)))
 				})
 			})
-			// Each K block's tiles are transposed a step ahead of their
-			// multiplies (the first two by the first step), so that in
-			// TensorE's program order the next block's transposes come
-			// before this block's multiplies, and their copies out of PSUM
-			// run while it multiplies.
-			transpose := func(b *Block, kb Expr, sfx string) {
-				b.For("mt_a"+sfx, C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
-					rows := Min(C(128), ms.Sub(mt.MulC(128)))
-					transposeA(b, colShift{aRaw, mt, kb.MulC(p.BK)}, ktShift{aRes, kb.MulC(KT)}, mt, rows, kSize(kb), sfx)
-				})
-			}
-			b.When(first, func(b *Block) { transpose(b, C(0), "") })
-			if nBK > 1 {
-				b.When(nb.Eq(C(0)).And(kb.Add(C(1)).Lt(C(nBK))), func(b *Block) { transpose(b, kb.Add(C(1)), "_n") })
-			}
+		}
+	}
+	// loadAResident does a resident A's part of step (nb, kb): all of its
+	// loads by the first step where they are not a statement of their own
+	// (a batch: AResidentStmts), and, with TensorE transposes, each K
+	// block's tiles transposed a step ahead of their multiplies (the first
+	// two by the first step), so that in TensorE's program order the next
+	// block's transposes come before this block's multiplies, and their
+	// copies out of PSUM run while it multiplies.
+	loadAResident := func(b *Block, nb, kb Expr) {
+		first := nb.Eq(C(0)).And(kb.Eq(C(0)))
+		if batch > 1 {
+			b.When(first, func(b *Block) { loadAAll(b) })
+		}
+		if !g.AMK || p.Transpose == TransposeDMA {
+			return
+		}
+		ms := mSize(C(0))
+		transpose := func(b *Block, kb Expr, sfx string) {
+			b.For("mt_a"+sfx, C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
+				rows := Min(C(128), ms.Sub(mt.MulC(128)))
+				transposeA(b, colShift{aRaw, mt, kb.MulC(p.BK)}, ktShift{aRes, kb.MulC(KT)}, mt, rows, kSize(kb), sfx)
+			})
+		}
+		b.When(first, func(b *Block) { transpose(b, C(0), "") })
+		if nBK > 1 {
+			b.When(nb.Eq(C(0)).And(kb.Add(C(1)).Lt(C(nBK))), func(b *Block) { transpose(b, kb.Add(C(1)), "_n") })
 		}
 	}
 	// loadBBlock loads the B block (nb, kb) into dst ([128, KT, BN]) on
@@ -1150,7 +1215,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				}
 			}
 		}
-		bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, p.BN}, int(p.NBuf))
+		bt := b.Tile("b", isa.MemSBUF, g.In, []int64{128, KT, min(p.BN, g.N)}, int(p.NBuf))
 		return slotted{t: bt}, func() { loadB(b, bt, nb, kb) }
 	}
 	// The scales of the N block being built (quantised weights), loaded
@@ -1181,6 +1246,9 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		// and joins a flag with whether kb starts (ends) the accumulation:
 		// with PSUMK only the first (last) K block does.
 		and := func(flag Expr, last bool) Expr {
+			if !last && ones != nil {
+				return C(0) // the bias's matmul starts the group
+			}
 			if !p.PSUMK {
 				return flag
 			}
@@ -1188,6 +1256,21 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				return flag.And(kb.Eq(C(nBK - 1)))
 			}
 			return flag.And(kb.Eq(C(0)))
+		}
+		if ones != nil {
+			// The bias: a row of ones times the bias row, the group's first
+			// matmul (biasMatmul).
+			b.When(kb.Eq(C(0)), func(b *Block) {
+				b.Add(&Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor,
+					Ins: []Access{ones.At(R(C(0), C(1)), R(C(0), rows))}, OpID: p.opID})
+				b.For("nt_b", C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
+					cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
+					b.Add(&Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor,
+						Outs:  []Access{ps(rows, nt, cols)},
+						Ins:   []Access{biasRow.At(R(C(0), C(1)), RS(nb.MulC(p.BN).Add(nt.MulC(p.TN)), cols))},
+						Start: C(1), Stop: C(0), OpID: p.opID})
+				})
+			})
 		}
 		firstSingle := C(0) // the first K tile multiplied on its own
 		if p.DoubleRow {
@@ -1455,12 +1538,17 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			evacuate(b, psAt(ps, mt), res, C(0), true, mt, C(0), nb, C(nBK-1), nb.MulC(MT), sfx)
 		})
 	}
+	var aLoad Stmt // a resident A's loads, one GEMM's (AResidentStmts)
 	build := func(root *Block) {
 		if aResident {
 			kAll := roundUp(g.K, 128)
 			aRes = root.Tile("ares", isa.MemSBUF, g.In, []int64{128, kAll / 128, min(p.BM, g.M)}, 1)
 			if g.AMK && p.Transpose == TransposeTensor {
 				aRaw = root.Tile("araw", isa.MemSBUF, g.In, []int64{128, ceilDiv(min(g.M, p.BM), 128), kAll}, 1)
+			}
+			if batch == 1 {
+				loadAAll(root)
+				aLoad = k.Body[len(k.Body)-1]
 			}
 		}
 		if p.PSUMK && p.deferStores() {
@@ -1561,8 +1649,8 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		if p.BSlots > 0 {
 			name = SlotTileName
 		}
-		bwAll = root.Tile(name, isa.MemSBUF, g.WeightDType, []int64{128, rawSlots, KT, p.BN}, 1)
-		bqAll = root.Tile("b", isa.MemSBUF, g.In, []int64{128, p.NBuf, KT, p.BN}, 1)
+		bwAll = root.Tile(name, isa.MemSBUF, g.WeightDType, []int64{128, rawSlots, KT, min(p.BN, g.N)}, 1)
+		bqAll = root.Tile("b", isa.MemSBUF, g.In, []int64{128, p.NBuf, KT, min(p.BN, g.N)}, 1)
 		scaleAll = root.Tile("scale", isa.MemSBUF, g.Out, []int64{p.scaleRows(), 2, p.BN}, 1)
 		prepare(root, C(0), "kt_q0")
 	}
@@ -1576,16 +1664,54 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	}
 	if p.BSlots > 0 {
 		// The head: the first BHead blocks of a streamed B, the kernel's
-		// first statement (HeadStmts).
-		root.For("jh", C(0), C(p.BHead), Parallel, func(b *Block, j Expr) {
-			if g.Dequant {
-				loadRaw(b, j)
-			} else {
-				loadStreamed(b, j)
+		// first statement (HeadStmts). Pre-tiled, consecutive full K
+		// blocks of an N block are one run per partition in HBM and their
+		// slots one in SBUF: they load headGroup of them a transfer (fewer
+		// descriptors, each the bigger), the ragged last K block alone.
+		slots, one := bsAll, loadStreamed
+		if g.Dequant {
+			slots, one = bwAll, loadRaw
+		}
+		wb := int64(g.BDType().Bytes())
+		gsz := int64(1)
+		if g.BTiled {
+			gsz = max(1, headGroupBytes/roundUp(mul(KT, min(p.BN, g.N), wb), 64))
+		}
+		ragged := g.K%p.BK != 0
+		root.For("nb_h", C(0), C(ceilDiv(p.BHead, nBK)), Parallel, func(b *Block, nb Expr) {
+			cnt := Min(C(nBK), C(p.BHead).Sub(nb.MulC(nBK))) // the N block's K blocks in the head
+			full := cnt
+			if ragged {
+				full = Min(cnt, C(nBK-1))
+			}
+			if gsz == 1 {
+				b.For("kb_h", C(0), cnt, Parallel, func(b *Block, kb Expr) { one(b, nb.MulC(nBK).Add(kb)) })
+				return
+			}
+			b.For("kg_h", C(0), full.CDiv(C(gsz)), Parallel, func(b *Block, gi Expr) {
+				kb0 := gi.MulC(gsz)
+				n := Min(C(gsz), full.Sub(kb0))
+				dmaOn(b, p.weightQueue, slots.At(R(C(0), C(128)), RS(nb.MulC(nBK).Add(kb0), n), R(C(0), C(KT)), R(C(0), nSize(nb))),
+					bHBM.At(RS(nb.MulC(128), C(128)), RS(kb0.MulC(KT), n.MulC(KT)), R(C(0), nSize(nb))).Rearranged(
+						&Rearrange{In: [][]string{{"p"}, {"g", "t"}, {"f"}}, Out: []string{"p", "g", "t", "f"}, Sizes: map[string]int64{"t": KT}}))
+			})
+			if ragged {
+				b.When(cnt.Eq(C(nBK)), func(b *Block) { one(b, nb.MulC(nBK).Add(C(nBK-1))) })
 			}
 		})
 		n := len(k.Body)
 		k.Body = append([]Stmt{k.Body[n-1]}, k.Body[:n-1]...)
+	}
+	if aLoad != nil {
+		// A resident's loads next (AResidentStmts).
+		at := p.HeadStmts()
+		var body []Stmt
+		for _, st := range k.Body {
+			if st != aLoad {
+				body = append(body, st)
+			}
+		}
+		k.Body = append(append(append([]Stmt{}, body[:at]...), aLoad), body[at:]...)
 	}
 	if err := k.Finish(); err != nil {
 		return nil, fmt.Errorf("internal error: the GEMM kernel: %w", err)

@@ -327,7 +327,7 @@ func (l *lowering) linear(o *graph.Op) error {
 	if err != nil {
 		return err
 	}
-	head := l.headOf(plan, k)
+	head := l.headOf(plan, k, a)
 	wt := l.weightKN(w, plan.BShape())
 	bindScale := func(bind map[string]*tile.Tile) map[string]*tile.Tile {
 		if g.Dequant {

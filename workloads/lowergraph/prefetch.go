@@ -87,23 +87,72 @@ func (l *lowering) planLinear(g kernels.GEMM, w *graph.Tensor) (*kernels.GEMMPla
 // headOf returns how many head statements of a Linear's kernel k move
 // before the previous kernel: its weight slots' loads, when the slots fit
 // in the SBUF region of their turn, above everything the previous
-// kernel's tiles can take. The slots are pinned there: two regions at the
+// kernel's tiles can take; and then a resident A's loads, when nothing
+// from the previous kernel on writes A (a of them, the activations'
+// tensor) and A's tiles fit beside the previous kernel's below the
+// regions: Linears that read one input (queries, keys and values) load
+// it while the one before runs. The slots are pinned there: two regions at the
 // top of SBUF, a prefetchShare each, taken in turn by the Linears whose
 // weights are prefetched, so a Linear's slots never reuse the memory of
 // the work they are loaded beside (whose reads their loads would wait
 // for) and never meet the next one's.
-func (l *lowering) headOf(p *kernels.GEMMPlan, k *tile.Kernel) int {
+func (l *lowering) headOf(p *kernels.GEMMPlan, k *tile.Kernel, a *tile.Tile) int {
 	sbuf := l.tg.Limits.SBUFPartitionBytes
 	share := sbuf / prefetchShare
 	start := sbuf - share*int64(1+l.slotTurn)
-	if p.HeadStmts() == 0 || p.SlotSBUFBytes() > share || l.lastSBUF > start {
-		return 0
-	}
-	for _, t := range k.Tiles {
-		if t.Name == kernels.SlotTileName {
-			t.Offset = start
+	n := 0
+	if p.HeadStmts() > 0 {
+		if p.SlotSBUFBytes() > share || l.lastSBUF > start {
+			return 0
 		}
+		for _, t := range k.Tiles {
+			if t.Name == kernels.SlotTileName {
+				t.Offset = start
+			}
+		}
+		l.slotTurn ^= 1
+		n = p.HeadStmts()
 	}
-	l.slotTurn ^= 1
-	return p.HeadStmts()
+	if p.AResidentStmts() > 0 && l.lastSBUF+p.AResidentSBUFBytes() <= sbuf-2*share && !l.writtenSince(a) {
+		n += p.AResidentStmts()
+	}
+	return n
+}
+
+// writtenSince reports whether a statement from the last kernel inlined
+// on writes t.
+func (l *lowering) writtenSince(t *tile.Tile) bool {
+	var walk func(stmts []tile.Stmt) bool
+	writes := func(as []tile.Access) bool {
+		for _, x := range as {
+			if x.Tile == t {
+				return true
+			}
+		}
+		return false
+	}
+	walk = func(stmts []tile.Stmt) bool {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *tile.Op:
+				if writes(s.Outs) {
+					return true
+				}
+			case *tile.Collective:
+				if writes(s.Outs) {
+					return true
+				}
+			case *tile.Loop:
+				if walk(s.Body) {
+					return true
+				}
+			case *tile.If:
+				if walk(s.Then) || walk(s.Else) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(l.k.Body[l.lastStart:])
 }

@@ -661,7 +661,9 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	// A resident (one M block in nkm) or in rotating K blocks: both,
 	// where it can apply.
 	aress := []bool{false}
-	if g.M <= 4096 {
+	if g.M <= 512 {
+		// (A few tokens, four M tiles at most: beside many, A's residence
+		// takes SBUF that bigger blocks of B would use better.)
 		aress = append(aress, true)
 	}
 	evacs := []Evacuation{p.Evacuate}

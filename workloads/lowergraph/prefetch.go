@@ -28,15 +28,20 @@ import (
 // runs).
 const prefetchShare = 4 // a quarter
 
+// streamRows is the most rows (tokens) a Linear streams its weights for:
+// four M tiles.
+const streamRows = 512
+
 // reuseSlack is how much slower (by the plan search's estimate), or how
 // many more HBM bytes, a plan in the reduced share may take than one with
 // the whole of SBUF.
 const reuseSlack = 0.01
 
-// planLinear plans a Linear's GEMM: pre-tiled weights and, unless they
-// are fewer bytes than the activations, streamed through slots sized for
-// what the previous kernel leaves of SBUF (quantised weights as stored,
-// converted one block ahead of their multiplies as ever, dequant.go). A weight already laid out for another Linear keeps its block
+// planLinear plans a Linear's GEMM: pre-tiled weights and, for a few
+// tokens (streamRows) whose weights are at least as many bytes as the
+// activations, streamed through slots sized for what the previous kernel
+// leaves of SBUF (quantised weights as stored, converted one block ahead
+// of their multiplies as ever, dequant.go). A weight already laid out for another Linear keeps its block
 // width.
 func (l *lowering) planLinear(g kernels.GEMM, w *graph.Tensor) (*kernels.GEMMPlan, error) {
 	sbuf := l.tg.Limits.SBUFPartitionBytes
@@ -51,10 +56,11 @@ func (l *lowering) planLinear(g kernels.GEMM, w *graph.Tensor) (*kernels.GEMMPla
 			o.BlockN = s.Shape[2]
 		}
 	}
-	if g.N*int64(g.BDType().Bytes()) >= g.M*int64(g.In.Bytes()) {
-		// (Weights that are most of the op's traffic: a few tokens, or
-		// wide weights. Beside activations as big, the weights' stream
-		// matters less than the blocks the whole of SBUF allows.)
+	if g.M <= streamRows && g.N*int64(g.BDType().Bytes()) >= g.M*int64(g.In.Bytes()) {
+		// (A few tokens whose weights are most of the op's traffic: an op
+		// short enough that the stall at its boundaries matters. Beside
+		// many tokens, or activations as big, the weights' stream matters
+		// less than the blocks the whole of SBUF allows.)
 		o.SBUFBytes = sbuf - 2*share
 		o.WeightSlotBytes = max(0, min(share, sbuf-l.lastSBUF))
 	}

@@ -1072,17 +1072,21 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// it is read, so no load waits for the multiplies of the tiles beside
 	// it), and, with TensorE transposes, each K block's tiles by its own
 	// step, from A's rows all loaded by the first.
-	// loadAAll loads all of a resident A by one statement (a transfer per
-	// chunk of whole K blocks of at least aChunkBytes per partition, so
-	// that the first blocks arrive first while each descriptor stays
-	// long): A^T into its tile, or, for TensorE transposes, A's rows.
+	// loadAAll loads all of a resident A by one statement: A^T into its
+	// tile a K block a transfer, or A's rows (for TensorE transposes) a
+	// chunk of whole K blocks of at least aChunkBytes per partition a
+	// transfer, so that the first blocks arrive first while each
+	// descriptor stays long.
 	loadAAll := func(b *Block) {
 		m0, ms := mOff, mSize(C(0))
 		eb := int64(g.In.Bytes())
 		chunkOf := func(perBlock int64) int64 { return p.BK * max(1, ceilDiv(aChunkBytes, perBlock)) }
 		switch {
 		case !g.AMK:
-			ck := chunkOf(KT * min(g.M, p.BM) * eb)
+			// (A^T's rows of a partition are K tiles apart: chunks of
+			// several K blocks would not merge its runs, only delay the
+			// first block.)
+			ck := p.BK
 			b.For("kc_a", C(0), C(ceilDiv(g.K, ck)), Parallel, func(b *Block, c Expr) {
 				loadRows(b, ktShift{aRes, c.MulC(ck / 128)}, aHBM, kOff.Add(c.MulC(ck)), Min(C(ck), C(g.K).Sub(c.MulC(ck))), C(0), ms, -1)
 			})

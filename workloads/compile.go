@@ -430,7 +430,7 @@ func lowerTile(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		}
 		return nil, nil, fmt.Errorf("%s: %s", name, fitMessage(fe))
 	}
-	info := &Info{Name: cfg.Workload.Name, Kind: "tile", DType: isa.BF16, CoresUsed: len(p.Cores)}
+	info := &Info{Name: cfg.Workload.Name, Kind: "tile", DType: isa.BF16, CoresUsed: len(p.Cores), Notes: append([]string(nil), p.Notes...)}
 	if info.Name == "" {
 		info.Name = k.Name
 	}

@@ -208,7 +208,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	// Every rank runs its part of the graph simulated: the work is the
 	// ranks' together.
 	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()) * float64(pl.ranks), MinHBMBytes: sim.MinHBMBytes() * int64(pl.ranks),
-		Model: mi, Notes: res.Notes, Choices: []Choice{queueChoice(cfg)}}
+		Model: mi, Notes: append(res.Notes, p.Notes...), Choices: []Choice{queueChoice(cfg)}}
 	mi.Graph = g
 	info.Shape = []Dim{{"batch", pass.Batch}, {"seq", pass.Seq}, {"past", pass.Past}, {"layers", mi.Layers}}
 	for _, o := range res.Ops {

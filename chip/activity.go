@@ -193,33 +193,42 @@ func (a *activity) coarsen() {
 // overlapPct returns the share of DMA-active time during which a compute
 // engine was busy.
 func (a *activity) overlapPct() float64 {
-	a.flush()
 	var both, dma clock.Time
-	var nc, nd int32 // whole-bin coverage counts (prefix sums of full)
-	for c := 0; c*binChunk < a.dma.n; c++ {
-		m := min(binChunk, a.dma.n-c*binChunk)
-		dp, df := a.dma.part[c][:m], a.dma.full[c][:m]
+	a.withCompute(&a.dma, func(d, busy clock.Time) {
+		dma += d
+		both += clock.Min(busy, d)
+	})
+	if dma == 0 {
+		return 0
+	}
+	return 100 * float64(both) / float64(dma)
+}
+
+// withCompute calls fn for every bin of b with b's busy time in the bin
+// and the compute engines' (each capped at the bin width), after writing
+// the open runs.
+func (a *activity) withCompute(b *bins, fn func(x, busy clock.Time)) {
+	a.flush()
+	var nc, nb int32 // whole-bin coverage counts (prefix sums of full)
+	for c := 0; c*binChunk < b.n; c++ {
+		m := min(binChunk, b.n-c*binChunk)
+		bp, bf := b.part[c][:m], b.full[c][:m]
 		var cp []clock.Time
 		var cf []int32
 		if c < len(a.compute.part) {
 			cp, cf = a.compute.part[c], a.compute.full[c]
 		}
-		for j := range dp {
-			nd += df[j]
-			d := clock.Min(dp[j]+clock.Time(nd)*a.width, a.width)
+		for j := range bp {
+			nb += bf[j]
+			x := clock.Min(bp[j]+clock.Time(nb)*a.width, a.width)
 			var busy clock.Time
 			if cp != nil && c*binChunk+j < a.compute.n {
 				nc += cf[j]
 				busy = clock.Min(cp[j]+clock.Time(nc)*a.width, a.width)
 			}
-			dma += d
-			both += clock.Min(busy, d)
+			fn(x, busy)
 		}
 	}
-	if dma == 0 {
-		return 0
-	}
-	return 100 * float64(both) / float64(dma)
 }
 
 // Committed records a compute engine's busy interval (engines.Observer).
@@ -247,33 +256,15 @@ func (a *activity) addCollectives(ops []opstats.Op) {
 	}
 }
 
-// comm returns the time collective traffic was in flight and the part of
-// it during which no compute engine was busy (to within a bin width per
-// bin: within a bin the two are taken to overlap as much as they can).
+// comm returns the time collectives were in flight and the part of it
+// during which no compute engine was busy (to within a bin width per bin:
+// within a bin the two are taken to overlap as much as they can).
 func (a *activity) comm() (total, exposed clock.Time) {
-	a.flush()
-	var nc, nl int32
-	for c := 0; c*binChunk < a.coll.n; c++ {
-		m := min(binChunk, a.coll.n-c*binChunk)
-		lp, lf := a.coll.part[c][:m], a.coll.full[c][:m]
-		var cp []clock.Time
-		var cf []int32
-		if c < len(a.compute.part) {
-			cp, cf = a.compute.part[c], a.compute.full[c]
+	a.withCompute(&a.coll, func(l, busy clock.Time) {
+		total += l
+		if l > busy {
+			exposed += l - busy
 		}
-		for j := range lp {
-			nl += lf[j]
-			l := clock.Min(lp[j]+clock.Time(nl)*a.width, a.width)
-			var busy clock.Time
-			if cp != nil && c*binChunk+j < a.compute.n {
-				nc += cf[j]
-				busy = clock.Min(cp[j]+clock.Time(nc)*a.width, a.width)
-			}
-			total += l
-			if l > busy {
-				exposed += l - busy
-			}
-		}
-	}
+	})
 	return total, exposed
 }

@@ -22,6 +22,13 @@ func parallelConfig(t *testing.T, hw, model, pass, par string, layers int, sets 
 	return cfg
 }
 
+// simTime runs cfg (gemm_test.go's simulate): the simulated seconds and
+// the cores used.
+func simTime(t *testing.T, cfg *configs.RunConfig) (float64, int) {
+	res, info := simulate(t, cfg)
+	return res.SimTime.Seconds(), info.CoresUsed
+}
+
 // Tensor-parallel plans on one chip and across chips, with the race check
 // on: the program runs on every rank, each rank's matmuls do its share of
 // the Linear FLOPs, every collective of the rank graph takes time, and the
@@ -114,12 +121,7 @@ func TestTensorParallelSpeedsUpDecode(t *testing.T) {
 // the time of one.
 func TestReplicasRunSideBySide(t *testing.T) {
 	run := func(par string) (float64, int) {
-		cfg := parallelConfig(t, "{instance: trn1.2xlarge}", "bert-base", "mode: prefill, seq: 128", par, 2)
-		prog, info, err := Lower(cfg)
-		require.NoError(t, err)
-		res, err := chip.Run(cfg, prog, chip.Options{})
-		require.NoError(t, err)
-		return res.SimTime.Seconds(), info.CoresUsed
+		return simTime(t, parallelConfig(t, "{instance: trn1.2xlarge}", "bert-base", "mode: prefill, seq: 128", par, 2))
 	}
 	one, c1 := run("{}")
 	two, c2 := run("{replicas: 2}")
@@ -132,12 +134,7 @@ func TestReplicasRunSideBySide(t *testing.T) {
 // own ranks, and the copies run side by side.
 func TestReplicasOfTensorParallelism(t *testing.T) {
 	run := func(par string) (float64, int) {
-		cfg := parallelConfig(t, "{preset: trn2, chip: {lnc: 1}}", "llama-3.2-1b", "mode: decode, context: 128", par, 1)
-		prog, info, err := Lower(cfg)
-		require.NoError(t, err)
-		res, err := chip.Run(cfg, prog, chip.Options{})
-		require.NoError(t, err)
-		return res.SimTime.Seconds(), info.CoresUsed
+		return simTime(t, parallelConfig(t, "{preset: trn2, chip: {lnc: 1}}", "llama-3.2-1b", "mode: decode, context: 128", par, 1))
 	}
 	one, c1 := run("{tp: 2}")
 	two, c2 := run("{tp: 2, replicas: 2}")

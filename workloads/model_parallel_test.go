@@ -47,6 +47,9 @@ func TestTensorParallelModelsRun(t *testing.T) {
 		{"trn1.32xlarge gpt2 tp4", "{instance: trn1.32xlarge}", "gpt2", "mode: prefill, seq: 64", "{tp: 4}", 4, 2},
 		{"trn2 bert tp4", "{preset: trn2, chip: {lnc: 1}}", "bert-base", "mode: prefill, seq: 128", "{tp: 4}", 4, 1},
 		{"trn2 mixtral tp2", "{preset: trn2, chip: {lnc: 1}}", "mixtral-8x7b", "mode: decode, context: 64", "{tp: 2}", 2, 1},
+		{"inf2.24xlarge ring tp4 ragged prefill", "{instance: inf2.24xlarge}", "qwen2-7b", "mode: prefill, seq: 130", "{tp: 4}", 4, 2},
+		{"trn3 switched tp16 int8", "{preset: trn3, chips: 2, chip: {lnc: 1}}", "llama-3-8b", "mode: decode, context: 100, batch: 3, weights_dtype: int8", "{tp: 16}", 16, 2},
+		{"trn1 tp2 fp8 dequantised", "{preset: trn1}", "llama-3.2-1b", "mode: decode, context: 100, weights_dtype: fp8e4", "{tp: 2}", 2, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := parallelConfig(t, c.hw, c.model, c.pass, c.par, 1)

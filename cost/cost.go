@@ -35,6 +35,10 @@ var instances = []Instance{
 	{Name: "p5en.48xlarge", Accelerators: 8, Accelerator: "h200", USDPerHour: 63.296, Kind: "on-demand", Source: "gpu.md §4.1 [S47,S48]", Date: "2026"},
 	{Name: "p6-b200.48xlarge", Accelerators: 8, Accelerator: "b200", USDPerHour: 113.9328, Kind: "on-demand", Source: "gpu.md §4.1: DoiT/Vantage listings [S48]", Date: "2026"},
 	{Name: "trn1.32xlarge", Accelerators: 16, Accelerator: "trn1", USDPerHour: 21.50, Kind: "on-demand", Source: "gpu.md §4.1: AWS Price List API [S54,S46]", Date: "2026-09-01"},
+	// The trn1 preset is priced by trn1.32xlarge (the first trn1 row);
+	// these two are for hardware.instance and the user's prices.
+	{Name: "trn1n.32xlarge", Accelerators: 16, Accelerator: "trn1", USDPerHour: 24.78, Kind: "on-demand", Source: "gpu.md §4.1: AWS Price List API [S46]", Date: "2026"},
+	{Name: "trn1.2xlarge", Accelerators: 1, Accelerator: "trn1", USDPerHour: 1.34375, Kind: "on-demand", Source: "gpu.md §4.1: AWS Price List API [S54]", Date: "2026-09-01"},
 	{Name: "inf2.48xlarge", Accelerators: 12, Accelerator: "inf2", USDPerHour: 12.98127, Kind: "on-demand (us-east-2)", Source: "gpu.md §4.1 [S54]", Date: "2026"},
 	{Name: "trn2.48xlarge", Accelerators: 16, Accelerator: "trn2", USDPerHour: 35.76, Kind: "Capacity Block (no on-demand list price)",
 		Source: "gpu.md §4.1: one observed 24-h Capacity Block, ap-south-2, $858.26 [S54]", Date: "2026"},

@@ -100,16 +100,16 @@ func TestLoadErrorsUnknownSection(t *testing.T) {
 		{"misspelt hardware", y(
 			"hardwre:",
 			"  preset: trn2",
-		), nil, "test.yaml:1:1: hardwre: unknown section (sections: hardware, workload, parallel, outputs)"},
+		), nil, "test.yaml:1:1: hardwre: unknown section (sections: hardware, workload, parallel, outputs, cost)"},
 		{"after valid sections", withGEMM(
 			"hardware:",
 			"  preset: trn2",
 			"output:",
 			"  json: out.json",
-		), nil, "test.yaml:3:1: output: unknown section (sections: hardware, workload, parallel, outputs)"},
+		), nil, "test.yaml:3:1: output: unknown section (sections: hardware, workload, parallel, outputs, cost)"},
 		{"numeric key", y(
 			"1: x",
-		), nil, "test.yaml:1:1: 1: unknown section (sections: hardware, workload, parallel, outputs)"},
+		), nil, "test.yaml:1:1: 1: unknown section (sections: hardware, workload, parallel, outputs, cost)"},
 	})
 }
 
@@ -864,7 +864,7 @@ func TestLoadErrorsSets(t *testing.T) {
 	runErrCases(t, []errCase{
 		{"no equals sign", ok, []string{"hardware.chips"}, "--set hardware.chips: expected dotted.path=value"},
 		{"empty path", ok, []string{"=3"}, "--set =3: expected dotted.path=value"},
-		{"unknown section", ok, []string{"hw.chips=2"}, "--set hw.chips=2: unknown section \"hw\" (sections: hardware, workload, parallel, outputs)"},
+		{"unknown section", ok, []string{"hw.chips=2"}, "--set hw.chips=2: unknown section \"hw\" (sections: hardware, workload, parallel, outputs, cost)"},
 		{"empty path element", ok, []string{"hardware..chips=2"}, "--set hardware..chips=2: empty path element"},
 		{"conflicting paths", ok, []string{"hardware.chip=2", "hardware.chip.cores=2"}, "--set hardware.chip.cores=2: conflicts with another --set"},
 		{"unknown field", ok, []string{"hardware.core.sbuf.partition_kb=256"}, "--set hardware.core.sbuf.partition_kb=256: unknown field (known fields of hardware.core.sbuf: partition_kib, partitions)"},
@@ -947,7 +947,7 @@ func TestModelWorkloadErrors(t *testing.T) {
 		{"decode with seq", model("name: gpt2, mode: decode, context: 8, seq: 4"), nil, "test.yaml:4:54: workload.model.seq: is for prefill; decode reads context and tokens"},
 		{"negative batch", model("name: gpt2, mode: decode, context: 8, batch: -1"), nil, "test.yaml:4:56: workload.model.batch: must not be negative, got -1"},
 		{"weights dtype", model("name: gpt2, mode: decode, context: 8, weights_dtype: fp4"), nil, "test.yaml:4:64: workload.model.weights_dtype: must be bf16, fp8e4 or int8, got \"fp4\""},
-		{"unknown field", model("name: gpt2, mode: decode, context: 8, heads: 4"), nil, "test.yaml:4:49: workload.model.heads: unknown field (known fields of workload.model: batch, context, exact, gpus, hf_config, layers, mode, name, seq, tokens, weights_dtype)"},
+		{"unknown field", model("name: gpt2, mode: decode, context: 8, heads: 4"), nil, "test.yaml:4:49: workload.model.heads: unknown field (known fields of workload.model: batch, context, exact, gpu_calibration, gpus, hf_config, layers, mode, name, seq, tokens, weights_dtype)"},
 		{"lowering field not read", "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: gpt2, mode: decode, context: 8}\n  lowering: {block_m: 256}\n", nil, "test.yaml:5:23: workload.lowering.block_m: model workloads do not read it (it reads dge, dma_queues)"},
 	})
 }

@@ -13,7 +13,8 @@ type Field struct {
 }
 
 // Fields lists every leaf of the resolved config (hardware, workload,
-// outputs) in declaration order, the way `trnsim check` prints them.
+// parallel, outputs, then the cost section's prices) in declaration
+// order, the way `trnsim check` prints them.
 func Fields(c *RunConfig) []Field {
 	var out []Field
 	v := reflect.ValueOf(c).Elem()
@@ -33,6 +34,7 @@ func Fields(c *RunConfig) []Field {
 			out = append(out, Field{Path: path, Value: formatValue(fv)})
 		})
 	}
+	out = append(out, priceFields(c)...)
 	return out
 }
 

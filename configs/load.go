@@ -71,7 +71,7 @@ func DefaultConfigYAML() string {
 	return string(data)
 }
 
-var sectionNames = []string{"hardware", "workload", "parallel", "outputs"}
+var sectionNames = []string{"hardware", "workload", "parallel", "outputs", "cost"}
 
 // LoadBytes resolves a run config given as bytes; file names it in errors.
 func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err error) {
@@ -252,6 +252,9 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 			return nil, err
 		}
 		if err := decodeLayer(l.dec, childOf(l.root, "outputs"), "outputs", &cfg.Outputs); err != nil {
+			return nil, err
+		}
+		if err := decodeLayer(l.dec, childOf(l.root, "cost"), "cost", &cfg.Pricing); err != nil {
 			return nil, err
 		}
 		for k, v := range l.dec.set {

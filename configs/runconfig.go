@@ -18,6 +18,8 @@ type RunConfig struct {
 	Workload Workload `yaml:"workload"`
 	Parallel Parallel `yaml:"parallel"`
 	Outputs  Outputs  `yaml:"outputs"`
+	// Pricing is the cost section: the user's instance prices.
+	Pricing Pricing `yaml:"cost"`
 
 	// File is the config's path ("" for the embedded default).
 	File string `yaml:"-"`
@@ -99,6 +101,11 @@ type ModelWorkload struct {
 	// GPUs are the GPU baselines the run is compared with (gpu presets;
 	// default h100 and b200; [none] turns the comparison off).
 	GPUs []string `yaml:"gpus"`
+	// GPUCalibration is a calibration file written by
+	// scripts/gpu-calibrate.py (docs/gpu.md), relative to this file: its
+	// constants replace the GPU model's defaults for the device it was
+	// measured on.
+	GPUCalibration string `yaml:"gpu_calibration"`
 }
 
 // GEMMWorkload is C[M,N] = A[M,K] @ B[K,N].

@@ -612,6 +612,13 @@ func (c *RunConfig) validateModel(required func(path, hint string) error) error 
 	if m.WeightsDType == "" {
 		m.WeightsDType = "bf16"
 	}
+	if m.GPUCalibration != "" {
+		// The file's contents are checked by package gpu (report.CheckGPU).
+		m.GPUCalibration = c.ResolvePath(m.GPUCalibration)
+		if err := inputFile(m.GPUCalibration); err != nil {
+			return c.errAtPath("workload.model.gpu_calibration", "%s", err)
+		}
+	}
 	switch {
 	case len(m.GPUs) == 0:
 		m.GPUs = []string{"h100", "b200"}

@@ -160,28 +160,42 @@ func TestPlanQuality(t *testing.T) {
 }
 
 // The bound the plan search skips candidates by is never above a plan's
-// estimate, on every preset, dtype and layout, over pinned blocks (so
-// skipping a candidate never changes the plan chosen).
+// estimate, on every preset, dtype (quantised weights too), layout and
+// evacuation, over pinned blocks, ragged and whole (so skipping a
+// candidate never changes the plan chosen).
 func TestPlanLowerBoundBelowEstimate(t *testing.T) {
+	checked := 0
 	for _, preset := range []string{"trn1", "inf2", "trn2", "trn3"} {
-		for _, shape := range [][3]int{{4096, 4096, 4096}, {3000, 5000, 7000}, {8, 8192, 8192}, {4096, 64, 4096}} {
-			for _, dt := range []string{"bf16", "fp32", "fp8e4"} {
+		for _, shape := range [][3]int{{4096, 4096, 4096}, {3000, 5000, 7000}, {8, 8192, 8192}, {4096, 64, 4096}, {300, 2000, 1000}} {
+			for _, dt := range []string{"bf16", "fp32", "fp8e4", "bf16/int8"} {
 				for _, lay := range []string{"km", "mk"} {
-					for _, blocks := range [][3]int{{128, 512, 128}, {512, 1024, 512}, {2048, 2048, 1024}} {
-						sets := []string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
-							fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dt, "workload.gemm.a_layout=" + lay,
-							fmt.Sprintf("workload.lowering.block_m=%d", blocks[0]), fmt.Sprintf("workload.lowering.block_n=%d", blocks[1]), fmt.Sprintf("workload.lowering.block_k=%d", blocks[2])}
-						cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})
-						require.NoError(t, err)
-						p, err := GEMMPlan(cfg)
-						if err != nil {
-							continue // pinned blocks that do not fit this preset
+					for _, blocks := range [][3]int{{128, 512, 128}, {512, 1024, 512}, {2048, 2048, 1024}, {384, 1536, 8192}} {
+						for _, evac := range []string{"vector", "auto", "scalar", "alternate"} {
+							dtype, weights, _ := strings.Cut(dt, "/")
+							sets := []string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
+								fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dtype, "workload.gemm.a_layout=" + lay,
+								fmt.Sprintf("workload.lowering.block_m=%d", blocks[0]), fmt.Sprintf("workload.lowering.block_n=%d", blocks[1]), fmt.Sprintf("workload.lowering.block_k=%d", blocks[2]),
+								"workload.lowering.evacuate=" + evac}
+							if weights != "" {
+								sets = append(sets, "workload.gemm.weights_dtype="+weights)
+							}
+							cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})
+							if err != nil {
+								continue // a combination the config rejects
+							}
+							p, err := GEMMPlan(cfg)
+							if err != nil {
+								continue // pinned blocks that do not fit this preset
+							}
+							tg := Target(cfg)
+							checked++
+							assert.LessOrEqual(t, p.LowerBoundNs(tg), p.Estimate(tg).TotalNs, "%v", sets)
 						}
-						tg := Target(cfg)
-						assert.LessOrEqual(t, p.LowerBoundNs(tg), p.Estimate(tg).TotalNs, "%v", sets)
 					}
 				}
 			}
 		}
 	}
+	t.Logf("%d plans checked", checked)
+	assert.Greater(t, checked, 500, "the plans checked")
 }

@@ -58,6 +58,14 @@ type estimator struct {
 	// deq memoises the dequantisation instruction's cost by engine, rows
 	// and columns (quantised weights only).
 	deq map[deqShape]float64
+	// mmNs and lsNs are lower bounds on TensorE's multiplies over the
+	// whole GEMM and on its stationary loads per N block, without and
+	// with double-row mode (see tensorBound).
+	mmNs, lsNs [2]float64
+	// copyVNs, copySNs and addNs are every result tile's evacuation once,
+	// as a VectorE copy, a ScalarE copy or a VectorE add, by result dtype
+	// (the index of tileCosts' evacuations).
+	copyVNs, copySNs, addNs [2]float64
 	// vgShared: VectorE and GpSimd take turns on one SBUF port
 	// (NeuronCore-v2, S1; the simulator's
 	// hardware.core.ports.vector_gpsimd_share_sbuf, which the target does
@@ -126,6 +134,7 @@ func newEstimator(tg *sched.Target, g GEMM, tn int64, accDT isa.DType) *estimato
 			}
 		}
 	}
+	e.tensorBound()
 	e.bw = tg.DMAEngineGBps * float64(tg.Limits.DMAEngines)
 	if tg.HBMGBps > 0 && tg.HBMGBps < e.bw {
 		e.bw = tg.HBMGBps
@@ -137,6 +146,52 @@ func newEstimator(tg *sched.Target, g GEMM, tn int64, accDT isa.DType) *estimato
 		e.descNs = tg.DMADescriptorNs / float64(n)
 	}
 	return e
+}
+
+// tensorBound sets mmNs and lsNs, and the evacuation totals. Blocks are multiples of tiles, so every
+// plan multiplies the same tiles: M/128 full M tiles and a ragged one, N/tn
+// full N tiles and a ragged one, K/128 full K tiles and a ragged one,
+// whatever its blocks; only the stationary loads repeat per N block, and in
+// double-row mode a block of an odd number of K tiles leaves one unpaired
+// (so a full K tile costs at least the cheaper of a single-row tile and
+// half a pair). Each is at most what block sums over a plan's steps.
+func (e *estimator) tensorBound() {
+	g := e.g
+	batch := float64(max(g.Batch, 1))
+	mCount := [2]float64{float64(g.M / 128), float64(min(e.rm, 1))}
+	nCount := [2]float64{float64(g.N / e.tn), float64(min(e.rn, 1))}
+	kFull, kRagged := float64(g.K/128), float64(min(e.rk, 1))
+	for dr := 0; dr < 2; dr++ {
+		var mm, ls float64
+		for mi := 0; mi < 2; mi++ {
+			for ni := 0; ni < 2; ni++ {
+				full := e.c.mm[mi][ni][0][0]
+				if dr == 1 {
+					full = min(full, e.c.mm[mi][ni][0][1]/2)
+				}
+				mm += mCount[mi] * nCount[ni] * (kFull*full + kRagged*e.c.mm[mi][ni][1][0])
+			}
+			full := e.c.ls[mi][0][0]
+			if dr == 1 {
+				full = min(full, e.c.ls[mi][0][1]/2)
+			}
+			ls += mCount[mi] * (kFull*full + kRagged*e.c.ls[mi][1][0])
+		}
+		if e.tg.BackgroundLoadStationary {
+			ls = 0
+		}
+		e.mmNs[dr], e.lsNs[dr] = batch*mm, batch*ls
+	}
+	for res := 0; res < 2; res++ {
+		for mi := 0; mi < 2; mi++ {
+			for ni := 0; ni < 2; ni++ {
+				n := batch * mCount[mi] * nCount[ni]
+				e.copyVNs[res] += n * e.c.copyV[res][mi][ni]
+				e.copySNs[res] += n * e.c.copyS[res][mi][ni]
+				e.addNs[res] += n * e.c.add[res][mi][ni]
+			}
+		}
+	}
 }
 
 // descs returns the descriptors of moving rows x cols of dtype bytes eb
@@ -541,9 +596,14 @@ var normOf4 = math.Pow(4, 1/ContentionNorm) * (1 + 1e-12)
 // normOf5 is the same for five loads (GpSimd dequantising weights).
 var normOf5 = math.Pow(5, 1/ContentionNorm) * (1 + 1e-12)
 
-// lowerBoundNs is at most the plan's estimate (TotalNs), cheap enough to
-// skip candidates with: its HBM bytes at the DMA engines' bandwidth (the
-// steps' loads and stores include them), the fill before the first
+// lowerBoundNs is at most the plan's estimate (TotalNs) for every
+// evacuation choice, cheap enough to skip candidates with: TensorE's least
+// time (tensorBound), the HBM bytes at the DMA engines' bandwidth (the
+// steps' loads and stores include them) and the larger of VectorE's and
+// ScalarE's evacuations however they are shared (each result tile copied
+// once, and added once per further K block), combined as the estimate
+// combines the engines' loads (a p-norm of the loads, of which these are
+// part, is at most its busy time), then the fill before the first
 // multiply and the last block's store.
 func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 	g := p.G
@@ -553,7 +613,24 @@ func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 	bm, bn, k1 := min(p.BM, g.M), min(p.BN, g.N), min(p.BK, g.K)
 	fill := (float64(k1*bm)*eb+float64(k1*bn)*wb)/e.bw + lat
 	store := float64(bm*bn)*outB/e.bw + lat
-	return float64(p.dmaBytes())/e.bw + fill + store
+	dr := 0
+	if p.DoubleRow {
+		dr = 1
+	}
+	tensor := e.mmNs[dr] + float64(ceilDiv(g.N, p.BN))*e.lsNs[dr]
+	dma := float64(p.dmaBytes()) / e.bw
+	res, adds := 0, 0.0
+	if !p.kOnce() {
+		res = 1
+		adds = float64(ceilDiv(g.K, p.BK)-1) * e.addNs[1]
+	}
+	// The evacuations: VectorE has the adds; the copies go to VectorE,
+	// ScalarE or both, so the busier of the two has at least half of the
+	// adds and the cheaper copies.
+	evac := fmax(adds, (adds+min(e.copyVNs[res], e.copySNs[res]))/2)
+	pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
+	busy := math.Pow(pow(tensor)+pow(dma)+pow(evac), 1/ContentionNorm)
+	return fmax(busy, fmax(tensor, fmax(dma, evac))) + fill + store
 }
 
 // estimate returns the plan's analytic time (see estimateEvacs).

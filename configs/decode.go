@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -355,6 +356,9 @@ type fieldInfo struct {
 }
 
 func structFields(t reflect.Type) map[string]fieldInfo {
+	if f, ok := fieldsByType.Load(t); ok {
+		return f.(map[string]fieldInfo)
+	}
 	out := map[string]fieldInfo{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -364,8 +368,13 @@ func structFields(t reflect.Type) map[string]fieldInfo {
 		}
 		out[strings.Split(tag, ",")[0]] = fieldInfo{index: i, check: f.Tag.Get("check")}
 	}
+	fieldsByType.Store(t, out)
 	return out
 }
+
+// fieldsByType memoises structFields: a type's fields never change, and
+// the maps are only read.
+var fieldsByType sync.Map
 
 func knownFields(t reflect.Type) string {
 	var names []string

@@ -66,6 +66,9 @@ type estimator struct {
 	// as a VectorE copy, a ScalarE copy or a VectorE add, by result dtype
 	// (the index of tileCosts' evacuations).
 	copyVNs, copySNs, addNs [2]float64
+	// aBytes, bBytes and cBytes are one read of A and B and the write of
+	// C, in HBM bytes (every batch).
+	aBytes, bBytes, cBytes float64
 	// vgShared: VectorE and GpSimd take turns on one SBUF port
 	// (NeuronCore-v2, S1; the simulator's
 	// hardware.core.ports.vector_gpsimd_share_sbuf, which the target does
@@ -182,6 +185,9 @@ func (e *estimator) tensorBound() {
 		}
 		e.mmNs[dr], e.lsNs[dr] = batch*mm, batch*ls
 	}
+	e.aBytes = batch * float64(g.K) * float64(g.M) * float64(g.In.Bytes())
+	e.bBytes = batch * float64(g.K) * float64(g.N) * float64(g.BDType().Bytes())
+	e.cBytes = batch * float64(g.M) * float64(g.N) * float64(g.Out.Bytes())
 	for res := 0; res < 2; res++ {
 		for mi := 0; mi < 2; mi++ {
 			for ni := 0; ni < 2; ni++ {
@@ -617,8 +623,18 @@ func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 	if p.DoubleRow {
 		dr = 1
 	}
-	tensor := e.mmNs[dr] + float64(ceilDiv(g.N, p.BN))*e.lsNs[dr]
-	dma := float64(p.dmaBytes()) / e.bw
+	nBN := float64(ceilDiv(g.N, p.BN))
+	tensor := e.mmNs[dr] + nBN*e.lsNs[dr]
+	// dmaBytes in floating point: A once or per N block, B once (nkm) or
+	// per M block, C once.
+	aReads, bReads := nBN, float64(ceilDiv(g.M, p.BM))
+	if p.aResFor(p.Order, p.BM) {
+		aReads = 1
+	}
+	if p.Order == OrderNKM {
+		bReads = 1
+	}
+	dma := (e.aBytes*aReads + e.bBytes*bReads + e.cBytes + float64(p.scaleHBMBytes())) / e.bw
 	res, adds := 0, 0.0
 	if !p.kOnce() {
 		res = 1

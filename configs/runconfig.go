@@ -106,7 +106,24 @@ type ModelWorkload struct {
 	// constants replace the GPU model's defaults for the device it was
 	// measured on.
 	GPUCalibration string `yaml:"gpu_calibration"`
+	// GPUPlan, if set, is the GPU baselines' plan: tp GPUs of one
+	// NVLink domain per copy (1 to 8), replicas copies (default: the
+	// Trainium run's). Unset, each GPU takes the smallest tp whose
+	// per-GPU weights and KV cache fit its HBM (docs/gpu.md).
+	GPUPlan *GPUPlan `yaml:"gpu_plan"`
 }
+
+// GPUPlan is a GPU baseline's plan: tensor parallelism within one node
+// and data-parallel replicas.
+type GPUPlan struct {
+	TP       int `yaml:"tp" check:"pos"`
+	Replicas int `yaml:"replicas" check:"pos"`
+}
+
+// MaxGPUPlanTP is the most GPUs a GPU plan's tensor parallelism spans:
+// one 8-GPU HGX node (gpu.GPUsPerNode; multi-node GPU plans are not
+// modelled).
+const MaxGPUPlanTP = 8
 
 // GEMMWorkload is C[M,N] = A[M,K] @ B[K,N].
 type GEMMWorkload struct {

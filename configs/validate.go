@@ -619,6 +619,14 @@ func (c *RunConfig) validateModel(required func(path, hint string) error) error 
 			return c.errAtPath("workload.model.gpu_calibration", "%s", err)
 		}
 	}
+	if p := m.GPUPlan; p != nil {
+		switch {
+		case p.TP == 0:
+			return required("workload.model.gpu_plan.tp", " (the GPUs one copy is split over, 1 to 8)")
+		case p.TP > MaxGPUPlanTP:
+			return c.errAtPath("workload.model.gpu_plan.tp", "%d is more than the %d GPUs of one NVLink domain (an HGX node); multi-node GPU plans are not modelled (no inter-node GPU network figures)", p.TP, MaxGPUPlanTP)
+		}
+	}
 	switch {
 	case len(m.GPUs) == 0:
 		m.GPUs = []string{"h100", "b200"}

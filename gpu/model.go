@@ -38,7 +38,8 @@ const (
 	BoundCompute Bound = "compute"
 	BoundMemory  Bound = "memory"
 	BoundLaunch  Bound = "launch"
-	BoundNone    Bound = "none" // a view: no kernel
+	BoundNVLink  Bound = "nvlink" // a collective between the plan's GPUs
+	BoundNone    Bound = "none"   // a view: no kernel
 )
 
 // OpTime is one op's estimate.
@@ -46,8 +47,13 @@ type OpTime struct {
 	Name, Kind string
 	TimeS      float64
 	Bound      Bound
-	// FLOPs and Bytes are what the estimate counted.
+	// FLOPs and Bytes are what the estimate counted (a collective's
+	// Bytes are its message).
 	FLOPs, Bytes float64
+	// Algorithm and Protocol are a collective's, the fastest NCCL has
+	// for its message (CollectiveTime); empty for other ops.
+	Algorithm Algorithm
+	Protocol  string
 }
 
 // Estimate is a graph's time on one GPU: its ops one after another, as
@@ -56,6 +62,11 @@ type Estimate struct {
 	Device Device
 	Ops    []OpTime
 	TimeS  float64
+	// LaunchS is the part of TimeS that is kernel launches; CommS the
+	// collectives' (NVLink: the graph of one tensor-parallel rank waits
+	// for each, so none overlaps) and Collectives their count.
+	LaunchS, CommS float64
+	Collectives    int
 }
 
 // matmulShape is a matmul op's rows, contraction, columns and batch.
@@ -165,6 +176,20 @@ func (c Calibration) Estimate(g *graph.Graph, d Device) (*Estimate, error) {
 			}
 		case graph.SDPA:
 			ot.TimeS, ot.Bound = c.AttentionTime(d, ot.FLOPs, ot.Bytes, o.Inputs[0].DType)
+		case graph.AllReduce, graph.AllGather:
+			// NCCL between the rank's GPUs: an all-reduce's buffer, an
+			// all-gather's gathered result.
+			msg := o.Inputs[0]
+			if o.Kind == graph.AllGather {
+				msg = o.Outputs[0]
+			}
+			ct, err := d.CollectiveTime(Collective(o.Kind), float64(msg.Bytes()), int(o.Attrs.Ranks))
+			if err != nil {
+				return nil, fmt.Errorf("%s (%s): %w", o.Name, o.Kind, err)
+			}
+			ot.TimeS, ot.Bound, ot.Bytes, ot.Algorithm, ot.Protocol = ct.TimeS, BoundNVLink, ct.Bytes, ct.Algorithm, ct.Protocol
+			e.CommS += ct.TimeS
+			e.Collectives++
 		default:
 			if _, known := map[graph.Kind]bool{graph.Embedding: true, graph.LayerNorm: true, graph.RMSNorm: true, graph.Softmax: true,
 				graph.GELU: true, graph.SiLU: true, graph.ReLU: true, graph.Tanh: true, graph.SwiGLU: true, graph.AddOp: true,
@@ -172,6 +197,13 @@ func (c Calibration) Estimate(g *graph.Graph, d Device) (*Estimate, error) {
 				return nil, fmt.Errorf("%s (%s): no GPU model for this op kind", o.Name, o.Kind)
 			}
 			ot.TimeS, ot.Bound = c.StreamTime(d, ot.Bytes)
+		}
+		switch {
+		case ot.Bound == BoundNone || ot.Bound == BoundNVLink:
+		case o.Kind == graph.MoEExperts:
+			e.LaunchS += 3 * c.LaunchUs * 1e-6 // three grouped GEMMs
+		default:
+			e.LaunchS += c.LaunchUs * 1e-6
 		}
 		e.Ops = append(e.Ops, ot)
 		e.TimeS += ot.TimeS

@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,8 +20,29 @@ import (
 type GPUReport struct {
 	GPU   string `json:"gpu"`
 	Title string `json:"title"`
-	// TimeS is the pass on one GPU; TokensPerS, MFUPct and MBUPct by the
-	// model figures' definitions.
+	// The plan: GPUs in all, each copy split TP ways (tensor
+	// parallelism over NVLink, one node), Replicas copies; PlanRule says
+	// how it was chosen (the default rule or workload.model.gpu_plan);
+	// MemoryPerGPUBytes is one GPU's weights and KV cache.
+	GPUs              int    `json:"gpus"`
+	TP                int    `json:"tp"`
+	Replicas          int    `json:"replicas"`
+	PlanRule          string `json:"plan_rule"`
+	MemoryPerGPUBytes int64  `json:"memory_per_gpu_bytes"`
+	// CommS is the pass's collectives (NCCL over NVLink, in the pass:
+	// none overlaps), CommPct its share of TimeS, Collectives their
+	// count and CollectiveAlgorithm the algorithm and protocol that
+	// carry most of their time (ring or tree; LL or Simple), with
+	// CollectiveAlgorithms every one used and its time.
+	CommS                float64            `json:"comm_s"`
+	CommPct              float64            `json:"comm_pct"`
+	Collectives          int                `json:"collectives"`
+	CollectiveAlgorithm  string             `json:"collective_algorithm,omitempty"`
+	CollectiveAlgorithms map[string]float64 `json:"collective_algorithms_s,omitempty"`
+	// TimeS is the pass on one copy's GPUs (each rank's graph: its
+	// share of every op plus the collectives); TokensPerS, MFUPct and
+	// MBUPct by the model figures' definitions, over every GPU of the
+	// plan.
 	TimeS      float64 `json:"time_s"`
 	TokensPerS float64 `json:"tokens_per_s"`
 	MFUPct     float64 `json:"mfu_pct"`
@@ -30,7 +53,7 @@ type GPUReport struct {
 	Speedup float64 `json:"trainium_speedup"`
 	// LaunchPct is the share of the GPU's time that is kernel launches.
 	LaunchPct float64 `json:"launch_pct"`
-	// USDPerHour is one GPU's share of its instance (Instance);
+	// USDPerHour is the plan's GPUs' share of their instance (Instance);
 	// USDPerMillionTokens at its tokens/s; CostRatio that over the
 	// Trainium run's (above 1: Trainium is cheaper per token).
 	USDPerHour          float64 `json:"usd_per_hour,omitempty"`
@@ -49,6 +72,66 @@ type GPUOp struct {
 	Kind  string  `json:"kind"`
 	TimeS float64 `json:"time_s"`
 	Bound string  `json:"bound"`
+	// Algorithm is a collective's (ring or tree, then NCCL's protocol).
+	Algorithm string `json:"algorithm,omitempty"`
+}
+
+// gpuOp is an op's report entry.
+func gpuOp(o gpu.OpTime) GPUOp {
+	g := GPUOp{Name: o.Name, Kind: o.Kind, TimeS: o.TimeS, Bound: string(o.Bound)}
+	if o.Algorithm != "" {
+		g.Algorithm = string(o.Algorithm) + "/" + o.Protocol
+	}
+	return g
+}
+
+// gpuPlan is the plan for d and one rank's graph: the user's
+// (workload.model.gpu_plan, checked) or the default rule's
+// (gpu.ChoosePlan: the smallest tp whose weights and KV cache fit).
+func gpuPlan(cfg *configs.RunConfig, mi *workloads.ModelInfo, d gpu.Device) (gpu.Plan, *graph.Graph, int64, error) {
+	build := func(tp int) (*graph.Graph, int64, error) {
+		g := mi.Graph // the whole pass: tp 1
+		if tp > 1 {
+			if mi.GraphTP == nil {
+				return nil, 0, fmt.Errorf("the model has no tensor-parallel graph")
+			}
+			var err error
+			if g, err = mi.GraphTP(tp); err != nil {
+				return nil, 0, err
+			}
+		}
+		w, kv := gpu.RankMemory(g)
+		// Decode's cache grows to context + tokens by the last step, as
+		// the Trainium footprint counts it.
+		if mi.Mode == "decode" && mi.Past+1 > 0 {
+			kv = kv / (mi.Past + 1) * (cfg.Workload.Model.Context + max(mi.Tokens, 1))
+		}
+		return g, w + kv, nil
+	}
+	replicas := max(mi.Replicas, 1)
+	up := cfg.Workload.Model.GPUPlan
+	if up == nil {
+		p, g, bytes, err := gpu.ChoosePlan(d, build, replicas)
+		if err != nil {
+			return p, nil, 0, cfg.FieldError("workload.model.gpus", "%s: %v (workload.model.gpu_plan sets a plan; [none] turns the comparison off)", d.Name, err)
+		}
+		return p, g, bytes, nil
+	}
+	p := gpu.Plan{TP: up.TP, Replicas: replicas}
+	if up.Replicas > 0 {
+		p.Replicas = up.Replicas
+	}
+	if err := gpu.CheckPlan(d, p, 0); err != nil {
+		return p, nil, 0, cfg.FieldError("workload.model.gpu_plan.tp", "%s: %v", d.Name, err)
+	}
+	g, bytes, err := build(p.TP)
+	if err != nil {
+		return p, nil, 0, cfg.FieldError("workload.model.gpu_plan.tp", "%s: %v", d.Name, err)
+	}
+	if err := gpu.CheckPlan(d, p, bytes); err != nil {
+		return p, nil, 0, cfg.FieldError("workload.model.gpu_plan.tp", "%s: %v", d.Name, err)
+	}
+	return p, g, bytes, nil
 }
 
 // buildGPU times the model's graph on each baseline GPU.
@@ -63,38 +146,58 @@ func buildGPU(cfg *configs.RunConfig, info *workloads.Info, r *Report) error {
 		if err != nil {
 			return err
 		}
-		e, err := c.Estimate(mi.Graph, d)
+		plan, rank, bytes, err := gpuPlan(cfg, mi, d)
+		if err != nil {
+			return err
+		}
+		e, err := c.Estimate(rank, d)
 		if err != nil {
 			return fmt.Errorf("the %s baseline: %w", name, err)
 		}
-		g := GPUReport{GPU: d.Name, Title: d.Title, TimeS: e.TimeS, TokensPerS: float64(mi.Batch*mi.Seq) / e.TimeS}
-		g.MFUPct = 100 * float64(mi.MatmulFLOPs+mi.AttentionFLOPs) / e.TimeS / d.Peak(matmulDType(mi))
-		g.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) / e.TimeS / (d.HBMGBps * 1e9)
+		n := float64(plan.GPUs())
+		g := GPUReport{GPU: d.Name, Title: d.Title, GPUs: plan.GPUs(), TP: plan.TP, Replicas: plan.Replicas, MemoryPerGPUBytes: bytes,
+			TimeS: e.TimeS, TokensPerS: float64(mi.Batch*mi.Seq) * float64(plan.Replicas) / e.TimeS}
+		g.PlanRule = "workload.model.gpu_plan"
+		if plan.Derived {
+			g.PlanRule = "the smallest tp whose weights and KV cache fit one GPU's HBM"
+		}
+		// Every copy does the whole pass's work, over all the plan's GPUs.
+		g.MFUPct = 100 * float64(mi.MatmulFLOPs+mi.AttentionFLOPs) * float64(plan.Replicas) / e.TimeS / (d.Peak(matmulDType(mi)) * n)
+		g.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) * float64(plan.Replicas) / e.TimeS / (d.HBMGBps * 1e9 * n)
 		if m.TimeS > 0 && g.TokensPerS > 0 {
 			// Throughput against throughput: replicas count.
 			g.Speedup = m.TokensPerS / g.TokensPerS
 		}
-		var launch float64
+		g.LaunchPct = 100 * e.LaunchS / e.TimeS
+		g.CommS, g.CommPct, g.Collectives = e.CommS, 100*e.CommS/e.TimeS, e.Collectives
 		ops := append([]gpu.OpTime(nil), e.Ops...)
 		for _, o := range ops {
-			if o.Bound != gpu.BoundNone {
-				launch += c.LaunchUs * 1e-6
+			if o.Bound == gpu.BoundNVLink {
+				if g.CollectiveAlgorithms == nil {
+					g.CollectiveAlgorithms = map[string]float64{}
+				}
+				g.CollectiveAlgorithms[gpuOp(o).Algorithm] += o.TimeS
 			}
 		}
-		g.LaunchPct = 100 * launch / e.TimeS
+		best := -1.0
+		for _, a := range slices.Sorted(maps.Keys(g.CollectiveAlgorithms)) {
+			if t := g.CollectiveAlgorithms[a]; t > best {
+				g.CollectiveAlgorithm, best = a, t
+			}
+		}
 		if in, ok := cost.ForAccelerator(d.Name); ok {
-			g.USDPerHour, g.Instance = in.PerAccelerator(), in.Name
+			g.USDPerHour, g.Instance = in.PerAccelerator()*n, in.Name
 			g.USDPerMillionTokens = cost.PerMillionTokens(g.USDPerHour, g.TokensPerS)
 			if m.USDPerMillionTokens > 0 {
 				g.CostRatio = g.USDPerMillionTokens / m.USDPerMillionTokens
 			}
 		}
 		for _, o := range ops {
-			g.Ops = append(g.Ops, GPUOp{Name: o.Name, Kind: o.Kind, TimeS: o.TimeS, Bound: string(o.Bound)})
+			g.Ops = append(g.Ops, gpuOp(o))
 		}
 		sort.SliceStable(ops, func(i, j int) bool { return ops[i].TimeS > ops[j].TimeS })
 		for _, o := range ops[:min(5, len(ops))] {
-			g.TopOps = append(g.TopOps, GPUOp{Name: o.Name, Kind: o.Kind, TimeS: o.TimeS, Bound: string(o.Bound)})
+			g.TopOps = append(g.TopOps, gpuOp(o))
 		}
 		r.GPU = append(r.GPU, g)
 	}
@@ -137,10 +240,32 @@ func (r *Report) writeGPU(line func(k, format string, args ...any)) {
 				costs += fmt.Sprintf(", %.2fx Trainium's cost per token", g.CostRatio)
 			}
 		}
-		line(k, "%s: %s %s, %.0f tokens/s, MFU %.1f%% MBU %.1f%%, launches %.0f%%%s; %s %.2fx its speed; longest: %s",
-			g.Title, unit, fmtSeconds(g.TimeS), g.TokensPerS, g.MFUPct, g.MBUPct, g.LaunchPct, costs, r.trainiumSide("is", "are"), g.Speedup, strings.Join(tops, ", "))
+		comm := ""
+		if g.Collectives > 0 {
+			comm = fmt.Sprintf(", NVLink %.0f%% (%d collectives, mostly %s)", g.CommPct, g.Collectives, g.CollectiveAlgorithm)
+		}
+		line(k, "%s: %s %s, %.0f tokens/s, MFU %.1f%% MBU %.1f%%, launches %.0f%%%s%s; %s %.2fx its speed; longest: %s",
+			gpuPlanLabel(g), unit, fmtSeconds(g.TimeS), g.TokensPerS, g.MFUPct, g.MBUPct, g.LaunchPct, comm, costs, r.trainiumSide("is", "are"), g.Speedup, strings.Join(tops, ", "))
 	}
-	line("", "(%s against one whole GPU on the same graph; cost per token puts them on equal terms; the GPU side is the baseline model of docs/gpu.md, not a simulation)", r.trainiumSide("", ""))
+	line("", "(%s against each GPU plan on the same graph, tensor parallelism within one 8-GPU node; cost per token puts them on equal terms; the GPU side is the baseline model of docs/gpu.md, not a simulation)", r.trainiumSide("", ""))
+}
+
+// gpuPlanLabel names a GPU baseline with its plan: "2x H100 SXM (tp 2,
+// the smallest that fits)", "H100 SXM (tp 1, 2 replicas, gpu_plan)".
+func gpuPlanLabel(g GPUReport) string {
+	name := g.Title
+	if g.GPUs > 1 {
+		name = fmt.Sprintf("%dx %s", g.GPUs, g.Title)
+	}
+	plan := fmt.Sprintf("tp %d", max(g.TP, 1))
+	if g.Replicas > 1 {
+		plan += fmt.Sprintf(" x %d replicas", g.Replicas)
+	}
+	rule := "the smallest that fits"
+	if g.PlanRule == "workload.model.gpu_plan" {
+		rule = "gpu_plan"
+	}
+	return fmt.Sprintf("%s (%s, %s)", name, plan, rule)
 }
 
 // trainiumSide names the Trainium side of a comparison ("this NeuronCore

@@ -118,7 +118,7 @@ func TestGPUComparison(t *testing.T) {
 	assert.Equal(t, "p4de.24xlarge", r.GPU[1].Instance)
 	var out bytes.Buffer
 	r.WriteSummary(&out)
-	assert.Contains(t, out.String(), "vs GPU             H100 SXM: time per token")
+	assert.Contains(t, out.String(), "vs GPU             H100 SXM (tp 1, the smallest that fits): time per token")
 
 	cfg.Workload.Model.GPUs = []string{"v100"}
 	_, err = runner.Run(cfg, runner.Options{})

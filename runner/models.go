@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+
 	"github.com/trnsim/trnsim/gpu"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/nn"
@@ -57,17 +59,29 @@ func Models(paths []string) ([]ModelInfo, error) {
 // model (batch sequences, past positions in the cache, BF16) on a GPU
 // preset, for the validation rows.
 func GPUDecode(model, device string, batch, past int64) (*gpu.Estimate, error) {
+	return GPUDecodeTP(model, device, isa.BF16, 1, batch, past)
+}
+
+// GPUDecodeTP is GPUDecode on one rank of a copy split tp ways over
+// NVLink (zoo's Megatron shards, their all-reduces timed as NCCL's),
+// with weights in wdt; the plan is checked (tp within one node, the
+// rank's weights and KV cache within the GPU's HBM).
+func GPUDecodeTP(model, device string, wdt isa.DType, tp int, batch, past int64) (*gpu.Estimate, error) {
 	m, err := zoo.Get(model)
-	if err != nil {
-		return nil, err
-	}
-	g, err := m.Build(zoo.BuildOptions{Pass: nn.Pass{Batch: batch, Seq: 1, Past: past, ActDType: isa.BF16, KVCache: true}, WeightDType: isa.BF16})
 	if err != nil {
 		return nil, err
 	}
 	d, err := gpu.Lookup(device)
 	if err != nil {
 		return nil, err
+	}
+	g, err := m.Build(zoo.BuildOptions{Pass: nn.Pass{Batch: batch, Seq: 1, Past: past, ActDType: isa.BF16, KVCache: true}, WeightDType: wdt, TP: int64(tp)})
+	if err != nil {
+		return nil, err
+	}
+	w, kv := gpu.RankMemory(g)
+	if err := gpu.CheckPlan(d, gpu.Plan{TP: tp, Replicas: 1}, w+kv); err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", model, device, err)
 	}
 	return gpu.Default.Estimate(g, d)
 }

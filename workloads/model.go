@@ -30,8 +30,11 @@ type ModelInfo struct {
 	// embedding, the head).
 	LayerOf map[int32]int64
 	// Graph is the whole pass's graph (every layer the figures are for),
-	// what the GPU baseline times.
-	Graph *graph.Graph
+	// what the GPU baseline times; GraphTP builds one rank's graph of the
+	// same pass split tp ways (zoo's Megatron shards, their all-reduces
+	// and all-gathers), for the GPU plans.
+	Graph   *graph.Graph
+	GraphTP func(tp int) (*graph.Graph, error)
 	// Params counts the model's parameters; MatmulParams those that take
 	// part in a matmul (the embedding gather excluded, a tied head
 	// included): MFU's N.
@@ -210,6 +213,9 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()) * float64(pl.ranks), MinHBMBytes: sim.MinHBMBytes() * int64(pl.ranks),
 		Model: mi, Notes: append(res.Notes, p.Notes...), Choices: []Choice{queueChoice(cfg)}}
 	mi.Graph = g
+	mi.GraphTP = func(tp int) (*graph.Graph, error) {
+		return c.Build(zoo.BuildOptions{Pass: pass, Layers: m.Layers, WeightDType: wdt, TP: int64(tp)})
+	}
 	info.Shape = []Dim{{"batch", pass.Batch}, {"seq", pass.Seq}, {"past", pass.Past}, {"layers", mi.Layers}}
 	for _, o := range res.Ops {
 		info.Ops = append(info.Ops, Op{ID: o.ID, Name: o.Name, Kind: o.Kind, FLOPs: float64(o.FLOPs)})

@@ -19,7 +19,13 @@ import (
 // reports its points per second as a share of the ideal: the number of
 // CPUs over the median whole-process CPU time of one `trnsim run` of a
 // point (issue 14's targets: at least 60% on a 1,000-point grid of 1024^3
-// GEMMs, 90% on 100 points of 8192^3). -benchtime 1x runs each grid once.
+// GEMMs, 90% on 100 points of 8192^3). The points timed alone are a sample
+// spread over the grid, each run as a user would (the base config and the
+// point's --set values), before the sweep. It also reports where the
+// sweep's core time went, per point: the sweep process's own CPU (checking
+// the points, starting processes, reading and appending results), its
+// children's CPU (the runs, against the median alone: what running two at
+// once costs each) and the cores left idle.
 //
 //	go test ./sweep -run '^$' -bench Sweep -benchtime 1x
 func BenchmarkSweep(b *testing.B) {
@@ -40,7 +46,7 @@ func BenchmarkSweep(b *testing.B) {
 		{"8192cubed/100points", "{m: 8192, k: 8192, n: 8192}",
 			"  hardware.core.sbuf.partition_kib: [192, 208, 224, 240, 256]\n" +
 				"  hardware.chip.hbm.bandwidth_gbps: [1000, 1500, 2000, 2500, 2900]\n" +
-				"  workload.lowering.dma_queues: [1, 2, 3, 4]\n", 5},
+				"  workload.lowering.dma_queues: [1, 2, 3, 4]\n", 11},
 	} {
 		b.Run(tc.name, func(b *testing.B) { benchSweep(b, bin, tc.gemm, tc.axes, tc.singles) })
 	}
@@ -56,12 +62,23 @@ func benchSweep(b *testing.B, bin, gemm, axes string, singles int) {
 	if err := os.WriteFile(path, []byte("base: base.yaml\naxes:\n"+axes), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	// One point's whole-process CPU time, the median of some runs.
+	s, err := Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One point's whole-process CPU time: the median over a sample of the
+	// grid's points, each run alone.
+	pts := s.Points()
 	var cpu []time.Duration
 	for i := 0; i < singles; i++ {
-		cmd := exec.Command(bin, "run", "-q", base)
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
+		p := pts[i*len(pts)/singles]
+		args := []string{"run", "-q", base}
+		for _, set := range s.Sets(p) {
+			args = append(args, "--set", set)
+		}
+		cmd := exec.Command(bin, args...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatal(err, string(out))
 		}
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		cpu = append(cpu, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()))
@@ -75,6 +92,7 @@ func benchSweep(b *testing.B, bin, gemm, axes string, singles int) {
 			b.Fatal(err)
 		}
 		out := filepath.Join(b.TempDir(), "out")
+		self0, children0 := hostcpu.Time(), hostcpu.ChildrenTime()
 		start := time.Now()
 		pts, err := s.Resolve("bench", runtime.NumCPU())
 		if err != nil {
@@ -84,11 +102,18 @@ func benchSweep(b *testing.B, bin, gemm, axes string, singles int) {
 		if err != nil || sum.Failed > 0 {
 			b.Fatal(err, sum)
 		}
-		rate := float64(sum.Ran) / time.Since(start).Seconds()
+		wall := time.Since(start)
+		self, children := hostcpu.Time()-self0, hostcpu.ChildrenTime()-children0
+		n := float64(sum.Ran)
+		rate := n / wall.Seconds()
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
 		b.ReportMetric(rate, "points/s")
 		b.ReportMetric(ideal, "ideal-points/s")
 		b.ReportMetric(100*rate/ideal, "pct-of-ideal")
 		b.ReportMetric(float64(one.Microseconds())/1000, "ms-cpu/run")
+		b.ReportMetric(ms(self), "ms-sweep-cpu/point")
+		b.ReportMetric(ms(children), "ms-child-cpu/point")
+		b.ReportMetric(ms(time.Duration(runtime.NumCPU())*wall-self-children), "ms-idle-core/point")
 	}
 }
 

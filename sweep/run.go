@@ -297,11 +297,19 @@ func (s *Spec) runPoint(ctx context.Context, p Resolved, exe string) (string, Ro
 	for _, set := range s.Sets(p.Point) {
 		args = append(args, "--set", set)
 	}
-	var stderr bytes.Buffer
+	// The child's stderr goes to a file and its stdout nowhere: no pipes
+	// for this process to copy from while the point runs.
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		row.Error = err.Error()
+		return "", row
+	}
+	defer stderr.Close()
 	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
+		text, _ := os.ReadFile(stderr.Name())
+		msg := strings.TrimSpace(string(text))
 		if msg == "" {
 			msg = err.Error()
 		}

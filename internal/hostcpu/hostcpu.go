@@ -17,6 +17,16 @@ func Time() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// ChildrenTime returns the user plus system CPU time of the process's
+// children that have ended and been waited for.
+func ChildrenTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // Meter accumulates a speed benchmark's simulated work and reports it per
 // wall-second and per CPU-second.
 type Meter struct {

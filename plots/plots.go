@@ -414,3 +414,21 @@ func SortedFloats(vs []float64) []float64 {
 	sort.Float64s(out)
 	return out
 }
+
+// ParseFormats reads a comma-separated list of figure formats ("png",
+// "svg", "png,svg"), each once, in the order given.
+func ParseFormats(s string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(f), ".")))
+		if f != "png" && f != "svg" {
+			return nil, fmt.Errorf("%q is not a figure format: give png, svg or png,svg", f)
+		}
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}

@@ -9,19 +9,59 @@ import (
 	"github.com/trnsim/trnsim/workloads/zoo"
 )
 
-// WriteFigures draws a model run's comparison figures into dir: the cost
-// per million tokens and the throughput of the NeuronCores used against
-// each GPU baseline, and the longest ops' time on each. It returns the
-// files written (none for a run without a model or GPU baselines).
-func (r *Report) WriteFigures(dir string) ([]string, error) {
+// DefaultFigureFormats returns the formats the run figures are written
+// in when none is asked for: PNG and SVG.
+func DefaultFigureFormats() []string { return []string{"png", "svg"} }
+
+// figureWriter writes each figure in every format asked for and lists
+// the files.
+type figureWriter struct {
+	dir     string
+	formats []string
+	files   []string
+}
+
+// draw writes the figure name (without extension) in each format with fn.
+func (w *figureWriter) draw(name string, fn func(path string) error) error {
+	for _, f := range w.formats {
+		path := filepath.Join(w.dir, name+"."+f)
+		if err := fn(path); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		w.files = append(w.files, path)
+	}
+	return nil
+}
+
+// WriteFigures draws the run's figures into dir, each in every format
+// given (none: DefaultFigureFormats): for every run the roofline of the
+// Trainium cores used with the ops on it, the stall breakdown per engine
+// and, when the report has one, the engine timeline's window; for a model
+// run with GPU baselines also each GPU's roofline, the cost per million
+// tokens and the throughput against each baseline, and the longest ops'
+// time on each. It returns the files written.
+func (r *Report) WriteFigures(dir string, formats ...string) ([]string, error) {
+	if len(formats) == 0 {
+		formats = DefaultFigureFormats()
+	}
+	w := &figureWriter{dir: dir, formats: formats}
+	for _, step := range []func(*figureWriter) error{r.writeComparison, r.writeRooflines, r.writeStalls, r.writeTimeline} {
+		if err := step(w); err != nil {
+			return w.files, err
+		}
+	}
+	return w.files, nil
+}
+
+// writeComparison draws a model run's bars against its GPU baselines:
+// throughput, cost per million tokens (when every option has a price) and
+// the longest ops on each.
+func (r *Report) writeComparison(w *figureWriter) error {
 	m := r.Model
 	if m == nil || len(r.GPU) == 0 {
-		return nil, nil
+		return nil
 	}
-	trn := fmt.Sprintf("%s (%d NeuronCore)", r.Hardware, max(r.CoresUsed, 1))
-	if r.CoresUsed > 1 {
-		trn += "s"
-	}
+	trn := r.trainiumName()
 	names := []string{trn}
 	tput := []float64{m.TokensPerS}
 	costs := []float64{m.USDPerMillionTokens}
@@ -31,18 +71,12 @@ func (r *Report) WriteFigures(dir string) ([]string, error) {
 		costs = append(costs, g.USDPerMillionTokens)
 	}
 	what := fmt.Sprintf("%s %s, batch %d", m.Model, m.Mode, m.Batch)
-	var files []string
-	draw := func(name string, f plots.Figure, groups []string, series []plots.BarSeries) error {
-		path := filepath.Join(dir, name)
-		if err := plots.Bars(path, f, groups, series); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		files = append(files, path)
-		return nil
+	bars := func(name string, f plots.Figure, groups []string, series []plots.BarSeries) error {
+		return w.draw(name, func(path string) error { return plots.Bars(path, f, groups, series) })
 	}
-	if err := draw("throughput.png", plots.Figure{Title: "Throughput: " + what, YLabel: "tokens/s"}, names,
+	if err := bars("throughput", plots.Figure{Title: "Throughput: " + what, YLabel: "tokens/s"}, names,
 		[]plots.BarSeries{{Label: "tokens/s", Values: tput}}); err != nil {
-		return nil, err
+		return err
 	}
 	if costs[0] > 0 {
 		ok := true
@@ -50,9 +84,9 @@ func (r *Report) WriteFigures(dir string) ([]string, error) {
 			ok = ok && c > 0
 		}
 		if ok {
-			if err := draw("cost.png", plots.Figure{Title: "Cost: " + what, YLabel: "USD per million tokens"}, names,
+			if err := bars("cost", plots.Figure{Title: "Cost: " + what, YLabel: "USD per million tokens"}, names,
 				[]plots.BarSeries{{Label: "USD per million tokens", Values: costs}}); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -92,11 +126,11 @@ func (r *Report) WriteFigures(dir string) ([]string, error) {
 		}
 	}
 	if len(groups) > 0 {
-		if err := draw("ops.png", plots.Figure{Title: "The longest ops on Trainium, and on the GPUs: " + what, YLabel: "time (µs)"}, groups, series); err != nil {
-			return nil, err
+		if err := bars("ops", plots.Figure{Title: "The longest ops on Trainium, and on the GPUs: " + what, YLabel: "time (µs)"}, groups, series); err != nil {
+			return err
 		}
 	}
-	return files, nil
+	return nil
 }
 
 // shortOp names an op by its layer and its last two parts

@@ -83,6 +83,12 @@ type Report struct {
 	Comm *CommReport `json:"communication,omitempty"`
 	// Slowest is the core that finished last, when several ran.
 	Slowest *SlowestCore `json:"slowest_core,omitempty"`
+	// Roofline places the ops on the rooflines of the Trainium cores used
+	// and of each GPU baseline (roofline.go); Timeline is a window of one
+	// core's engine and DMA queue activity, kept only when figures were
+	// asked for (timeline.go).
+	Roofline []RooflineDevice `json:"roofline,omitempty"`
+	Timeline *TimelineReport  `json:"timeline,omitempty"`
 }
 
 // SlowestCore is the core that finished last: what it was busy with and
@@ -606,6 +612,7 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	if err := buildGPU(cfg, info, r); err != nil {
 		return nil, err
 	}
+	buildRoofline(cfg, info, r)
 	return r, nil
 }
 

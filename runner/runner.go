@@ -53,6 +53,13 @@ type Options struct {
 	Stdout io.Writer
 	// Guard, if set, lets a signal handler discard the run's outputs.
 	Guard *Guard
+	// Timeline, if set, records the engine timeline's window for the
+	// figures (report.Timeline): TimelineWindow (nil: from the start until
+	// the recorder is half full) and at most TimelineCap intervals (0:
+	// report.DefaultTimelineCap). Runs without it attach no recorder.
+	Timeline       bool
+	TimelineWindow *report.TraceWindow
+	TimelineCap    int
 }
 
 // Outcome is what a run produced.
@@ -180,6 +187,19 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 			warn(w)
 		}
 	}
+	var timeline *report.TimelineRecorder
+	if opts.Timeline {
+		w := report.TraceWindow{To: clock.Never}
+		if opts.TimelineWindow != nil {
+			w = *opts.TimelineWindow
+		}
+		timeline = report.NewTimelineRecorder(w, opts.TimelineCap, info.Ops)
+		if chipOpts.Tracer != nil {
+			chipOpts.Tracer = report.TeeTracer{chipOpts.Tracer, timeline}
+		} else {
+			chipOpts.Tracer = timeline
+		}
+	}
 	if opts.Progress != nil {
 		start := time.Now()
 		last := start
@@ -211,6 +231,9 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	rep, err := report.Build(cfg, info, res, Version)
 	if err != nil {
 		return nil, err
+	}
+	if timeline != nil {
+		rep.Timeline = timeline.Report(res.SimTime)
 	}
 	out := &Outcome{Report: rep, Info: info, Result: res, UsedStdout: set.usesStdout()}
 	if tw != nil {

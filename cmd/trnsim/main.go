@@ -95,7 +95,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var sets []string
 	var preset, window string
 	var quiet, sweepBase, exact bool
-	var plotDir string
+	var plotDir, plotFormat, plotWindow string
 	cmd := &cobra.Command{
 		Use:   "run [config.yaml | kernel.asm]",
 		Short: "Simulate a run config or an assembly kernel (no argument: the embedded default)",
@@ -137,6 +137,10 @@ exits with 130 or 143.`,
 				}
 				cfg.Workload.Model.Exact = true
 			}
+			formats, err := runPlotOptions(&opts, plotDir, plotFormat, plotWindow)
+			if err != nil {
+				return err
+			}
 			if !quiet {
 				opts.Progress = stderr
 			}
@@ -160,17 +164,14 @@ exits with 130 or 143.`,
 				}
 			}
 			if plotDir != "" {
-				files, err := out.Report.WriteFigures(plotDir)
-				if err != nil {
-					return fmt.Errorf("--plots: %w", err)
-				}
-				if len(files) == 0 {
-					fmt.Fprintf(stderr, "trnsim: --plots: no figures for this run (they compare a model with its GPU baselines)\n")
-				}
-				for _, f := range files {
-					if !quiet {
+				files, err := out.Report.WriteFigures(plotDir, formats...)
+				if !quiet {
+					for _, f := range files {
 						fmt.Fprintf(stderr, "trnsim: wrote %s\n", f)
 					}
+				}
+				if err != nil {
+					return fmt.Errorf("--plots: %w", err)
 				}
 			}
 			return nil
@@ -187,7 +188,9 @@ exits with 130 or 143.`,
 	f.StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
 	f.BoolVar(&opts.NoRaceCheck, "no-race-check", false, "turn the data-race detector off (faster)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines and no list of the files written on stderr (warnings and errors still print)")
-	f.StringVar(&plotDir, "plots", "", "models: write the comparison figures (throughput, cost, the longest ops against the GPUs) into `DIR` as PNG")
+	f.StringVar(&plotDir, "plots", "", "write the run's figures into `DIR`: roofline(s), stall breakdown, engine timeline; for models also throughput, cost and the longest ops against the GPUs (docs/plots.md)")
+	f.StringVar(&plotFormat, "plot-format", "png,svg", "with --plots: the figures' `FORMATS`, png, svg or png,svg")
+	f.StringVar(&plotWindow, "plot-window", "", "with --plots: the engine timeline's window of simulated time `START:END`, such as 0:50us (default: from the start, as many intervals as the recorder keeps)")
 	f.BoolVar(&exact, "exact", false, "models: simulate every layer (by default identical layers reuse the last simulated one's time)")
 	f.BoolVar(&sweepBase, "sweep-base", false, "the argument is a sweep file: run its inline base: (how trnsim sweep runs a point)")
 	_ = f.MarkHidden("sweep-base")

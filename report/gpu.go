@@ -140,12 +140,16 @@ func buildGPU(cfg *configs.RunConfig, info *workloads.Info, r *Report) error {
 	if mi == nil || mi.Graph == nil || m == nil {
 		return nil
 	}
-	c := gpu.Default
+	cal, err := gpuCalibration(cfg)
+	if err != nil {
+		return err
+	}
 	for _, name := range cfg.Workload.Model.GPUs {
 		d, err := gpu.Lookup(name)
 		if err != nil {
 			return err
 		}
+		c := cal.For(d.Name, gpu.Default) // the calibration file's constants for its device
 		plan, rank, bytes, err := gpuPlan(cfg, mi, d)
 		if err != nil {
 			return err
@@ -185,7 +189,7 @@ func buildGPU(cfg *configs.RunConfig, info *workloads.Info, r *Report) error {
 				g.CollectiveAlgorithm, best = a, t
 			}
 		}
-		if in, ok := cost.ForAccelerator(d.Name); ok {
+		if in, ok := priceBook(cfg).ForAccelerator(d.Name); ok {
 			g.USDPerHour, g.Instance = in.PerAccelerator()*n, in.Name
 			g.USDPerMillionTokens = cost.PerMillionTokens(g.USDPerHour, g.TokensPerS)
 			if m.USDPerMillionTokens > 0 {

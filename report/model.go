@@ -133,11 +133,14 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		bw := h.Chip.HBM.BandwidthGBps * 1e9 * cores / float64(max(h.Chip.Cores, 1))
 		m.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) * float64(max(mi.Replicas, 1)) / sim / bw
 	}
-	if in, ok := cost.ForAccelerator(h.Preset); ok && m.TokensPerS > 0 {
+	if in, ok := trainiumPrice(cfg, priceBook(cfg)); ok && m.TokensPerS > 0 {
 		cores := float64(max(r.CoresUsed, 1))
 		m.USDPerHour = in.PerAccelerator() / float64(max(h.Chip.Cores, 1)) * cores
 		m.USDPerMillionTokens = cost.PerMillionTokens(m.USDPerHour, m.TokensPerS)
 		m.Instance, m.PriceKind, m.PriceSource = in.Name, in.Kind, in.Source
+		if in.User {
+			m.PriceKind, m.PriceSource = "the user's price", in.Origin()
+		}
 	}
 	r.Model = m
 }

@@ -89,6 +89,11 @@ type Report struct {
 	// asked for (timeline.go).
 	Roofline []RooflineDevice `json:"roofline,omitempty"`
 	Timeline *TimelineReport  `json:"timeline,omitempty"`
+	// Cost is a model run's cost, energy and instance comparison
+	// (cost.go); GPUCalibration the calibration file its GPU baselines
+	// used, if any.
+	Cost           *CostReport           `json:"cost,omitempty"`
+	GPUCalibration *GPUCalibrationReport `json:"gpu_calibration,omitempty"`
 }
 
 // SlowestCore is the core that finished last: what it was busy with and
@@ -612,6 +617,12 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	if err := buildGPU(cfg, info, r); err != nil {
 		return nil, err
 	}
+	if err := buildCalibration(cfg, r); err != nil {
+		return nil, err
+	}
+	if err := buildCost(cfg, r); err != nil {
+		return nil, err
+	}
 	buildRoofline(cfg, info, r)
 	return r, nil
 }
@@ -754,6 +765,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	r.writeModel(line)
 	r.writeGPU(line)
+	r.writeCost(line)
 	line("simulated time", "%s", clock.Time(r.SimulatedTimeS*1e15+0.5))
 	line("throughput", "%.2f TFLOPS, %.1f%% of peak (HFU)", r.TFLOPS, r.PeakPct)
 	line("peak", "%s", r.PeakFormula)

@@ -95,6 +95,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var sets []string
 	var preset, window string
 	var quiet, sweepBase, exact bool
+	var gpuList, gpuOps string
 	var plotDir, plotFormat, plotWindow string
 	cmd := &cobra.Command{
 		Use:   "run [config.yaml | kernel.asm]",
@@ -136,6 +137,17 @@ exits with 130 or 143.`,
 					return fmt.Errorf("--exact: for model workloads (this one is %s)", cfg.Workload.Kind)
 				}
 				cfg.Workload.Model.Exact = true
+			}
+			if cmd.Flags().Changed("gpu") {
+				if err := applyGPUFlag(cfg, gpuList); err != nil {
+					return err
+				}
+			}
+			if err := report.CheckGPU(cfg); err != nil {
+				return err
+			}
+			if gpuOps != "" {
+				return writeGPUOps(cfg, gpuOps, stdout, stderr)
 			}
 			formats, err := runPlotOptions(&opts, plotDir, plotFormat, plotWindow)
 			if err != nil {
@@ -191,6 +203,8 @@ exits with 130 or 143.`,
 	f.StringVar(&plotDir, "plots", "", "write the run's figures into `DIR`: roofline(s), stall breakdown, engine timeline; for models also throughput, cost and the longest ops against the GPUs (docs/plots.md)")
 	f.StringVar(&plotFormat, "plot-format", "png,svg", "with --plots: the figures' `FORMATS`, png, svg or png,svg")
 	f.StringVar(&plotWindow, "plot-window", "", "with --plots: the engine timeline's window of simulated time `START:END`, such as 0:50us (default: from the start, as many intervals as the recorder keeps)")
+	f.StringVar(&gpuList, "gpu", "", "models: the GPU baselines, comma-separated presets (`h100,b200`; none: no comparison); overrides workload.model.gpus")
+	f.StringVar(&gpuOps, "gpu-ops", "", "models: write the GPU kernel shapes for scripts/gpu-calibrate.py to `FILE` (- for standard output) and stop: nothing is simulated")
 	f.BoolVar(&exact, "exact", false, "models: simulate every layer (by default identical layers reuse the last simulated one's time)")
 	f.BoolVar(&sweepBase, "sweep-base", false, "the argument is a sweep file: run its inline base: (how trnsim sweep runs a point)")
 	_ = f.MarkHidden("sweep-base")
@@ -232,6 +246,9 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadInput(args, preset, sets)
 			if err != nil {
+				return err
+			}
+			if err := report.CheckGPU(cfg); err != nil {
 				return err
 			}
 			file := ""

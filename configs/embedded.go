@@ -13,10 +13,12 @@ import (
 // process: a sweep validates thousands of points, each loading its preset
 // and cost table, and parsing them again each time was most of its cost.
 // Callers get a node tree nothing writes to (decoding only reads it) and
-// their own copy of a cost table.
+// their own copy of a cost table; a table left as embedded shares one
+// compiled model (a CostModel is only read once compiled).
 var (
 	embeddedNodes  sync.Map // file -> embeddedParse
 	embeddedTables sync.Map // name -> *isa.CostTable
+	embeddedModels sync.Map // name -> *isa.CostModel
 )
 
 type embeddedParse struct {
@@ -46,4 +48,22 @@ func cachedCostTable(name string) (*isa.CostTable, error) {
 	}
 	embeddedTables.Store(name, t)
 	return cloneCostTable(t), nil
+}
+
+// cachedCostModel returns the compiled model of the named embedded cost
+// table as embedded (no overrides), compiled once per process.
+func cachedCostModel(name string) (*isa.CostModel, error) {
+	if m, ok := embeddedModels.Load(name); ok {
+		return m.(*isa.CostModel), nil
+	}
+	if _, err := cachedCostTable(name); err != nil {
+		return nil, err
+	}
+	t, _ := embeddedTables.Load(name)
+	m, err := t.(*isa.CostTable).Compile()
+	if err != nil {
+		return nil, err
+	}
+	embeddedModels.Store(name, m)
+	return m, nil
 }

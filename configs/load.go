@@ -4,12 +4,17 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/trnsim/trnsim/isa"
 )
 
 //go:embed presets/*.yaml presets/costs/*.yaml defaults/*.yaml instances/*.yaml
@@ -230,7 +235,12 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 			return nil, err
 		}
 	}
-	model, err := table.Compile()
+	var model *isa.CostModel
+	if cfg.Hardware.Costs.Empty() {
+		model, err = cachedCostModel(cfg.Hardware.CostTable)
+	} else {
+		model, err = table.Compile()
+	}
 	if err != nil {
 		return nil, costCompileError(err, ca)
 	}
@@ -421,7 +431,15 @@ func IsPreset(name string) bool {
 
 // Preset returns a preset's hardware and the source of every field.
 func Preset(name string) (*Hardware, map[string]Source, error) {
-	return loadPreset(name, 0)
+	hw, src, err := loadPreset(name, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	own := make(map[string]Source, len(src))
+	for k, v := range src {
+		own[k] = v
+	}
+	return hw, own, nil
 }
 
 // Presets returns every preset.
@@ -476,7 +494,13 @@ func loadInstance(name string) (*Hardware, map[string]Source, string, error) {
 	return hw, src, b.Value, err
 }
 
+// The sources it returns are shared (callers copy them, never write); the
+// hardware is the caller's own.
 func loadPreset(name string, depth int) (*Hardware, map[string]Source, error) {
+	if p, ok := decodedPresets.Load(name); ok {
+		d := p.(decodedPreset)
+		return d.hw.clone(), d.sources, nil
+	}
 	if depth > 4 {
 		return nil, nil, fmt.Errorf("preset %s: base chain too deep", name)
 	}
@@ -489,7 +513,33 @@ func loadPreset(name string, depth int) (*Hardware, map[string]Source, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return loadPresetFile(file, "preset "+name, root, depth)
+	hw, sources, err := loadPresetFile(file, "preset "+name, root, depth)
+	if err != nil {
+		return nil, nil, err
+	}
+	decodedPresets.Store(name, decodedPreset{hw.clone(), sources})
+	return hw, sources, nil
+}
+
+// decodedPresets memoises loadPreset's decode of an embedded preset (a
+// constant of the binary) for the process.
+var decodedPresets sync.Map // name -> decodedPreset
+
+type decodedPreset struct {
+	hw      *Hardware
+	sources map[string]Source
+}
+
+// clone returns a copy of h that shares no list with it.
+func (h *Hardware) clone() *Hardware {
+	c := *h
+	c.Topology.Dims = slices.Clone(h.Topology.Dims)
+	c.Topology.AxisBandwidthGBps = slices.Clone(h.Topology.AxisBandwidthGBps)
+	c.Topology.Links = slices.Clone(h.Topology.Links)
+	if h.Costs.origin != nil {
+		c.Costs.origin = maps.Clone(h.Costs.origin)
+	}
+	return &c
 }
 
 // loadPresetFile decodes a parsed preset file (its base first).

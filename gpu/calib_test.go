@@ -171,3 +171,23 @@ func TestShapes(t *testing.T) {
 	assert.Equal(t, 132, specs["h100"].SMs)
 	assert.Equal(t, 989.0, specs["h100"].PeakTFLOPS["bf16"])
 }
+
+// The script's model and Go's agree: timings the script computed with
+// known constants (gpu/testdata, written by its model functions) fit back
+// to those constants in Go.
+func TestFitTimingsScriptTable(t *testing.T) {
+	data, err := os.ReadFile("testdata/script-synthetic-timings.json")
+	require.NoError(t, err)
+	var table struct {
+		Timings []Timing `json:"timings"`
+	}
+	require.NoError(t, json.Unmarshal(data, &table))
+	require.Greater(t, len(table.Timings), 10)
+	got, _, err := FitTimings(devices["h100"], table.Timings, Default)
+	require.NoError(t, err)
+	assert.InEpsilon(t, 0.7, got.MatmulEff, 1e-9)
+	assert.InEpsilon(t, 0.8, got.StreamEff, 1e-9)
+	assert.InEpsilon(t, 0.6, got.GEMVEff, 1e-9)
+	assert.InEpsilon(t, 0.65, got.AttnEff, 1e-9)
+	assert.InEpsilon(t, 3.0, got.LaunchUs, 1e-9)
+}

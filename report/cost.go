@@ -149,6 +149,7 @@ type GPUCalibrationReport struct {
 	File      string                   `json:"file"`
 	Device    gpu.CalibrationDevice    `json:"device"`
 	Example   string                   `json:"example,omitempty"`
+	Measured  string                   `json:"measured,omitempty"`
 	Constants gpu.CalibrationConstants `json:"constants"`
 	Defaults  gpu.CalibrationConstants `json:"defaults"`
 	Used      bool                     `json:"used"`
@@ -160,7 +161,7 @@ func buildCalibration(cfg *configs.RunConfig, r *Report) error {
 	if err != nil || f == nil {
 		return err
 	}
-	c := &GPUCalibrationReport{File: f.Path, Device: f.Device, Example: f.Example, Constants: f.Constants, Defaults: gpu.Default.Constants()}
+	c := &GPUCalibrationReport{File: f.Path, Device: f.Device, Example: f.Example, Measured: f.Measured, Constants: f.Constants, Defaults: gpu.Default.Constants()}
 	for _, g := range r.GPU {
 		c.Used = c.Used || g.GPU == f.Device.Name
 	}
@@ -262,9 +263,15 @@ func instanceCost(s cost.PerInstance, p cost.Price, used int, unit string) *Inst
 // writeCost prints the cost, energy and instance lines.
 func (r *Report) writeCost(line func(k, format string, args ...any)) {
 	if c := r.GPUCalibration; c != nil {
-		what := "measured"
-		if c.Example != "" {
+		what := "fitted from a timing table"
+		switch {
+		case c.Example != "":
 			what = "an example, not a measurement"
+		case c.Measured != "":
+			what = "measured " + c.Measured
+			if c.Device.GPU != "" {
+				what += " on " + c.Device.GPU
+			}
 		}
 		use := "used for " + c.Device.Name
 		if !c.Used {

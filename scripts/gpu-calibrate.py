@@ -203,15 +203,30 @@ def make_kernel(torch, row, notes):
         causal = bool(row.get("causal")) and s == t  # a decode step's queries see the whole cache
         if row.get("causal") and s != t and s > 1:
             notes.add("causal attention with a past is timed without a mask")
+        sdpa = getattr(F, "scaled_dot_product_attention", None)
         if hkv != h:
             try:
-                F.scaled_dot_product_attention(q[:, :, :1], kk[:, :, :1], v[:, :, :1], enable_gqa=True)
-                return lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal, enable_gqa=True)
-            except TypeError:
+                if sdpa is None:
+                    raise TypeError("no scaled_dot_product_attention")
+                sdpa(q[:, :, :1], kk[:, :, :1], v[:, :, :1], enable_gqa=True)
+                return lambda: sdpa(q, kk, v, is_causal=causal, enable_gqa=True)
+            except (TypeError, RuntimeError):
                 notes.add("grouped-query attention is timed with the k and v heads repeated (torch < 2.5)")
                 kk = kk.repeat_interleave(h // hkv, dim=1)
                 v = v.repeat_interleave(h // hkv, dim=1)
-        return lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal)
+        if sdpa is None:
+            notes.add("attention is timed unfused, softmax(q k^T) v (torch < 2.0 has no scaled_dot_product_attention)")
+            scale = 1.0 / math.sqrt(d)
+            mask = torch.ones(s, t, device=dev, dtype=torch.bool).tril(t - s) if causal else None
+
+            def unfused():
+                w = torch.matmul(q, kk.transpose(-1, -2)) * scale
+                if mask is not None:
+                    w = w.masked_fill(~mask, float("-inf"))
+                return torch.matmul(torch.softmax(w, -1), v)
+
+            return unfused
+        return lambda: sdpa(q, kk, v, is_causal=causal)
     if kind == "stream":
         return stream_kernel(torch, row, notes)
     raise SystemExit("%s: unknown kind %r" % (row.get("op"), kind))
@@ -264,7 +279,10 @@ def stream_kernel(torch, row, notes):
 
 
 def measure(ops, reference):
-    import torch  # only here: --fit needs no torch
+    try:
+        import torch  # only here: --fit needs no torch
+    except ImportError:
+        raise SystemExit("PyTorch is not installed: install it on the GPU machine (or use --fit TIMINGS.json)")
 
     if not torch.cuda.is_available():
         raise SystemExit("no CUDA GPU: run this on the GPU machine (or use --fit TIMINGS.json)")

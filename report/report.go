@@ -305,12 +305,18 @@ func ConfigHash(cfg *configs.RunConfig) string {
 	if p := cfg.Parallel; p.Ranks() > 1 || (p.CollectiveAlgorithm != "" && p.CollectiveAlgorithm != "auto") {
 		par = &p
 	}
+	// The user's prices likewise (they change the cost figures).
+	var prices map[string]float64
+	if len(cfg.Pricing.Prices.Values) > 0 {
+		prices = cfg.Pricing.Prices.Values
+	}
 	data, _ := json.Marshal(struct {
-		H configs.Hardware
-		C any
-		W configs.Workload
-		P *configs.Parallel `json:",omitempty"`
-	}{cfg.Hardware, cfg.Costs, cfg.Workload, par})
+		H  configs.Hardware
+		C  any
+		W  configs.Workload
+		P  *configs.Parallel  `json:",omitempty"`
+		Pr map[string]float64 `json:",omitempty"`
+	}{cfg.Hardware, cfg.Costs, cfg.Workload, par, prices})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
 }

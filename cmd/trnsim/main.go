@@ -340,7 +340,7 @@ func printResolved(w io.Writer, cfg *configs.RunConfig) {
 	}
 	fmt.Fprintf(w, "\n# workload\n")
 	for _, f := range configs.Fields(cfg) {
-		if strings.HasPrefix(f.Path, "workload.") || strings.HasPrefix(f.Path, "parallel.") || strings.HasPrefix(f.Path, "outputs.") {
+		if strings.HasPrefix(f.Path, "workload.") || strings.HasPrefix(f.Path, "parallel.") || strings.HasPrefix(f.Path, "outputs.") || strings.HasPrefix(f.Path, "cost.") {
 			if f.Value == "" || f.Value == "0" {
 				continue
 			}

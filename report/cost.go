@@ -285,20 +285,20 @@ func (r *Report) writeCost(line func(k, format string, args ...any)) {
 		return
 	}
 	seen := map[string]bool{}
-	var prices []string
 	for _, o := range cr.Options {
 		if o.Instance == "" || seen[o.Instance] {
 			continue
 		}
-		seen[o.Instance] = true
-		origin := "table"
-		if o.PriceOrigin == "user" {
-			origin = "yours, cost.prices"
+		k := ""
+		if len(seen) == 0 {
+			k = "prices"
 		}
-		prices = append(prices, fmt.Sprintf("%s $%.2f/h (%s)", o.Instance, o.InstanceUSDPerHour, origin))
-	}
-	if len(prices) > 0 {
-		line("prices", "%s", strings.Join(prices, "; "))
+		seen[o.Instance] = true
+		origin := "the table's: " + o.PriceNote
+		if o.PriceOrigin == "user" {
+			origin = "yours (cost.prices); " + strings.TrimPrefix(strings.TrimSuffix(o.PriceNote, ")"), "the user's price (cost.prices; ")
+		}
+		line(k, "%s $%.2f/h, %s", o.Instance, o.InstanceUSDPerHour, origin)
 	}
 	for i, o := range cr.Options {
 		k := ""

@@ -97,7 +97,7 @@ func TestBuildCost(t *testing.T) {
 			assert.Contains(t, out, "16 replicas of the 8 NeuronCores simulated")
 			assert.Contains(t, out, "equal spend: ")
 			if c.trnOrigin == "user" {
-				assert.Contains(t, out, "trn2.48xlarge $25.00/h (yours, cost.prices)")
+				assert.Contains(t, out, "trn2.48xlarge $25.00/h, yours (cost.prices); the table's is $35.76/h")
 			}
 		})
 	}

@@ -134,6 +134,26 @@ func gpuPlan(cfg *configs.RunConfig, mi *workloads.ModelInfo, d gpu.Device) (gpu
 	return p, g, bytes, nil
 }
 
+// CheckGPUPlans checks each GPU baseline's plan (gpuPlan: the user's
+// workload.model.gpu_plan or the default rule's) once the model is
+// lowered, before it simulates, so that a tp the model does not divide by
+// or weights that do not fit fail the run at once.
+func CheckGPUPlans(cfg *configs.RunConfig, info *workloads.Info) error {
+	if info == nil || info.Model == nil || info.Model.Graph == nil || cfg.Workload.Model == nil {
+		return nil
+	}
+	for _, name := range cfg.Workload.Model.GPUs {
+		d, err := gpu.Lookup(name)
+		if err != nil {
+			return cfg.FieldError("workload.model.gpus", "%v", err)
+		}
+		if _, _, _, err := gpuPlan(cfg, info.Model, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // buildGPU times the model's graph on each baseline GPU.
 func buildGPU(cfg *configs.RunConfig, info *workloads.Info, r *Report) error {
 	mi, m := info.Model, r.Model

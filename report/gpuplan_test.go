@@ -10,6 +10,7 @@ import (
 	"github.com/trnsim/trnsim/chip"
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/report"
+	"github.com/trnsim/trnsim/runner"
 	"github.com/trnsim/trnsim/workloads"
 )
 
@@ -75,6 +76,9 @@ func TestGPUPlan(t *testing.T) {
 	assert.InEpsilon(t, one.USDPerMillionTokens, rep.USDPerMillionTokens, 1e-9, "replicas cost as much per token")
 
 	_, _, err = build(&configs.GPUPlan{TP: 3})
+	assert.ErrorContains(t, err, "workload.model.gpu_plan.tp: h100: llama-3.2-1b: num_attention_heads 32 does not divide by tp 3")
+	// A run finds it before it simulates.
+	_, err = runner.Run(cfg, runner.Options{})
 	assert.ErrorContains(t, err, "workload.model.gpu_plan.tp: h100: llama-3.2-1b: num_attention_heads 32 does not divide by tp 3")
 }
 

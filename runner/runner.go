@@ -146,6 +146,11 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// The GPU baselines' plans (tp that divides, weights that fit)
+	// before the simulation, not after it.
+	if err := report.CheckGPUPlans(cfg, info); err != nil {
+		return fail(err)
+	}
 	if cfg.Workload.Kind == "assembly" {
 		// What check finds, run finds first, located in the file.
 		if err := validateAssembly(cfg, prog); err != nil {

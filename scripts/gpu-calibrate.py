@@ -31,7 +31,8 @@ import sys
 FORMAT = "trnsim-gpu-calibration/1"
 OPS_FORMAT = "trnsim-gpu-ops/1"
 MIN_WORK_SHARE = 2.0  # a timing counts in a fit when at least twice the launch (gpu.minWorkShare)
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8e4": 1, "fp8e5": 1, "fp8e3": 1, "int8": 1, "int32": 4}
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "tf32": 4, "fp8e4": 1, "fp8e5": 1, "fp8e3": 1,
+               "int32": 4, "uint32": 4, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1}  # isa's dtypes
 CONSTANTS = ["matmul_eff", "stream_eff", "gemv_eff", "attn_eff", "launch_us"]
 
 
@@ -149,11 +150,16 @@ def detect_preset(name):
     return None
 
 
-def torch_dtype(torch, name, notes):
+def torch_dtype(torch, row, notes, key="dtype"):
+    """The torch dtype a row's kernel runs in; a dtype the script has no kernel for runs in bf16,
+    and the row then says so (its dtype becomes bf16, so the fit counts the bytes that were moved)."""
     table = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+    name = row.get(key) or "bf16"
     if name in table:
         return table[name]
     notes.add("%s operands are timed in bf16 (the script has no %s kernel)" % (name, name))
+    row[key] = "bf16"
+    row["source"] = "timed in bf16: the script has no %s kernel" % name
     return torch.bfloat16
 
 
@@ -185,7 +191,7 @@ def make_kernel(torch, row, notes):
         x = torch.zeros(1, device=dev)
         return lambda: x.add_(1)
     if kind == "matmul":
-        dt = torch_dtype(torch, row["dtype"], notes)
+        dt = torch_dtype(torch, row, notes)
         m, k, n, batch = row["m"], row["k"], row["n"], max(row.get("batch", 1), 1)
         if batch == 1:
             a = torch.randn(m, k, device=dev, dtype=dt)
@@ -195,7 +201,7 @@ def make_kernel(torch, row, notes):
         b = torch.randn(batch, k, n, device=dev, dtype=dt)
         return lambda: torch.bmm(a, b)
     if kind == "attention":
-        dt = torch_dtype(torch, row["dtype"], notes)
+        dt = torch_dtype(torch, row, notes)
         b, h, hkv, s, t, d = row["batch"], row["heads"], row["kv_heads"], row["q_len"], row["kv_len"], row["head_dim"]
         q = torch.randn(b, h, s, d, device=dev, dtype=dt)
         kk = torch.randn(b, hkv, t, d, device=dev, dtype=dt)
@@ -236,8 +242,8 @@ def stream_kernel(torch, row, notes):
     """The graph op itself where the script knows it, else a copy of the same bytes."""
     F = torch.nn.functional
     dev = "cuda"
-    dt = torch_dtype(torch, row.get("dtype", "bf16"), notes)
-    ins, outs = row.get("inputs") or [], row.get("outputs") or []
+    dt = torch_dtype(torch, row, notes)
+    ins = row.get("inputs") or []
     gk = row.get("graph_kind", "")
 
     def t(shape):
@@ -290,10 +296,10 @@ def measure(ops, reference):
     rows = []
     todo = list(reference) + list(ops)
     for i, r in enumerate(todo):
-        fn = make_kernel(torch, r, notes)
         row = dict(r)
-        row["time_s"] = time_kernel(torch, fn)
         row.pop("source", None)
+        fn = make_kernel(torch, row, notes)  # may record a substituted dtype in row
+        row["time_s"] = time_kernel(torch, fn)
         rows.append(row)
         print("  [%d/%d] %-48s %10.2f us" % (i + 1, len(todo), r.get("op", "")[:48], row["time_s"] * 1e6), file=sys.stderr)
         del fn

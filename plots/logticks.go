@@ -17,8 +17,9 @@ import (
 func lg(v float64) float64 { return math.Log10(v) }
 
 // log10Ticks labels an axis drawn in log10 units at each power of ten as a
-// plain number (0.01, 1, 1000; 1e+06 beyond), with unlabelled minor ticks
-// at 2 to 9 times each; an axis that spans less than a decade gets its ends
+// plain number (0.01, 1, 1000; 1e+06 beyond), and at 2 and 5 times each
+// when the axis spans less than two decades, with unlabelled minor ticks
+// at the other multiples; an axis with fewer than two labels gets its ends
 // labelled too, so it never reads without a number.
 type log10Ticks struct{}
 
@@ -28,6 +29,8 @@ func (log10Ticks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var out []plot.Tick
 	labelled := 0
+	// Over less than two decades 2 and 5 times each are labelled too.
+	few := hi-lo < 2
 	for e := math.Floor(lo); e <= math.Ceil(hi); e++ {
 		for k := 1.0; k <= 9; k++ {
 			v := e + math.Log10(k)
@@ -35,8 +38,8 @@ func (log10Ticks) Ticks(lo, hi float64) []plot.Tick {
 				continue
 			}
 			t := plot.Tick{Value: v}
-			if k == 1 {
-				t.Label = tickNumber(math.Pow(10, e))
+			if k == 1 || few && (k == 2 || k == 5) {
+				t.Label = tickNumber(k * math.Pow(10, e))
 				labelled++
 			}
 			out = append(out, t)

@@ -25,7 +25,8 @@ type Check struct {
 // PredictedMeasured draws predicted against measured on logarithmic axes
 // into path: the 1:1 line, a shaded band for each tolerance the checks
 // carry (±15%, ±25%, ...), every check as a point (passing, missing, or
-// reported only) and the label of each that misses.
+// reported only) and the label of each that misses (of every check, when
+// there are at most 16).
 func PredictedMeasured(path string, f Figure, checks []Check) error {
 	if err := checkExt(path); err != nil {
 		return err
@@ -64,14 +65,15 @@ func PredictedMeasured(path string, f Figure, checks []Check) error {
 		if err != nil {
 			return err
 		}
-		shade := uint8(235 - 25*min(i, 4))
+		// The widest band lightest, each narrower one darker on top of it.
+		shade := uint8(225)
 		if len(ts) > 1 {
-			shade = uint8(200 + 35*i/max(len(ts)-1, 1))
+			shade = uint8(235 - 50*i/(len(ts)-1))
 		}
-		band.Color = color.RGBA{R: shade - 20, G: shade, B: 255, A: 255}
+		band.Color = color.RGBA{R: shade - 25, G: shade - 5, B: 255, A: 255}
 		band.LineStyle.Width = 0
 		p.Add(band)
-		p.Legend.Add(fmt.Sprintf("target ±%g%%", t), band)
+		p.Legend.Add(fmt.Sprintf("target ±%.3g%%", t), band)
 	}
 	one, err := plotter.NewLine(plotter.XYs{{X: lg(lo), Y: lg(lo)}, {X: lg(hi), Y: lg(hi)}})
 	if err != nil {
@@ -91,14 +93,16 @@ func PredictedMeasured(path string, f Figure, checks []Check) error {
 		{"misses its target", func(c Check) bool { return c.Miss }, palette10[3], draw.CrossGlyph{}},
 		{"reported only (no target)", func(c Check) bool { return c.TolerancePct == 0 && !c.Miss }, color.Gray{Y: 120}, draw.RingGlyph{}},
 	}
+	// Every point is named when there are few; else only those that miss.
 	var missXY plotter.XYs
 	var missLabels []string
+	all := len(checks) <= 16
 	for _, k := range kinds {
 		var xy plotter.XYs
 		for _, c := range checks {
 			if k.pick(c) {
 				xy = append(xy, plotter.XY{X: lg(c.Measured), Y: lg(c.Predicted)})
-				if c.Miss {
+				if c.Miss || all {
 					missXY = append(missXY, xy[len(xy)-1])
 					missLabels = append(missLabels, c.Label)
 				}
@@ -126,5 +130,8 @@ func PredictedMeasured(path string, f Figure, checks []Check) error {
 	logAxis(&p.Y)
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	return save(p, 15*vg.Centimeter, 14*vg.Centimeter, path)
+	return save(p, measuredSize().X, measuredSize().Y, path)
 }
+
+// measuredSize is the predicted-against-measured figure's size.
+func measuredSize() vg.Point { return vg.Point{X: 15 * vg.Centimeter, Y: 14 * vg.Centimeter} }

@@ -46,8 +46,11 @@ func Roofline(path string, f Figure, c Ceiling, points []RooflinePoint, pointsLa
 	if err != nil {
 		return err
 	}
-	return save(p, 18*vg.Centimeter, 12*vg.Centimeter, path)
+	return save(p, rooflineSize().X, rooflineSize().Y, path)
 }
+
+// rooflineSize is a roofline figure's width and height.
+func rooflineSize() vg.Point { return vg.Point{X: 18 * vg.Centimeter, Y: 12 * vg.Centimeter} }
 
 // rooflinePlot builds the roofline figure.
 func rooflinePlot(f Figure, c Ceiling, points []RooflinePoint, pointsLabel string) (*plot.Plot, error) {

@@ -87,8 +87,11 @@ func StackedPercent(path string, f Figure, groups []string, series []BarSeries) 
 	p.Legend.Top, p.Legend.Left = true, false
 	p.Legend.XOffs = vg.Points(-4)
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	return save(p, 18*vg.Centimeter, 11*vg.Centimeter, path)
+	return save(p, stackedSize().X, stackedSize().Y, path)
 }
+
+// stackedSize is the stacked bars' size.
+func stackedSize() vg.Point { return vg.Point{X: 18 * vg.Centimeter, Y: 11 * vg.Centimeter} }
 
 // percentTicks marks 0 to 100% every 20.
 type percentTicks struct{}

@@ -78,8 +78,15 @@ func Timeline(path string, f Figure, from, to float64, rows []TimelineRow, class
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	// Room above the rows for the legend: a row per class.
 	p.Y.Max += float64(len(classes)) * 0.45 * float64(max(len(rows), 4)) / 10
-	h := vg.Length(3+0.55*float64(len(rows))+0.3*float64(len(classes))) * vg.Centimeter
-	return save(p, 22*vg.Centimeter, max(h, 9*vg.Centimeter), path)
+	size := timelineSize(len(rows), len(classes))
+	return save(p, size.X, size.Y, path)
+}
+
+// timelineSize is a timeline's size: 22 cm wide, taller with more rows
+// and classes (at least 9 cm).
+func timelineSize(rows, classes int) vg.Point {
+	h := vg.Length(3+0.55*float64(rows)+0.3*float64(classes)) * vg.Centimeter
+	return vg.Point{X: 22 * vg.Centimeter, Y: max(h, 9*vg.Centimeter)}
 }
 
 // classColors gives each class its colour: light grey for waits, the

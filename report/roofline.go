@@ -114,9 +114,17 @@ func buildRoofline(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
 		if err != nil {
 			continue
 		}
+		// The ops of one copy of the plan run split over its TP GPUs, each
+		// op's time being a rank's: the ceilings are the TP GPUs'.
 		dt := matmulDType(info.Model)
-		dev := RooflineDevice{Key: g.GPU, Device: g.Title, PeakFLOPS: d.Peak(dt), PeakSource: fmt.Sprintf("dense %s tensor-core peak", dt),
-			HBMBytesPerS: d.HBMGBps * 1e9, HBMSource: fmt.Sprintf("HBM %.0f GB/s", d.HBMGBps)}
+		tp := float64(max(g.TP, 1))
+		dev := RooflineDevice{Key: g.GPU, Device: g.Title, PeakFLOPS: d.Peak(dt) * tp, PeakSource: fmt.Sprintf("dense %s tensor-core peak %.0f TFLOPS", dt, d.Peak(dt)/1e12),
+			HBMBytesPerS: d.HBMGBps * 1e9 * tp, HBMSource: fmt.Sprintf("HBM %.0f GB/s", d.HBMGBps)}
+		if tp > 1 {
+			dev.Device = fmt.Sprintf("%s x %d (tp %d)", g.Title, int(tp), int(tp))
+			dev.PeakSource += fmt.Sprintf(" x %d GPUs", int(tp))
+			dev.HBMSource += fmt.Sprintf(" x %d GPUs", int(tp))
+		}
 		var gw []opWork
 		for _, o := range g.Ops {
 			w := opWork{name: o.Name, kind: o.Kind, time: o.TimeS}

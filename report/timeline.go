@@ -146,7 +146,7 @@ type TimelineBar struct {
 // timelineMaxBars is the most bars a timeline keeps after merging: bars
 // closer than a gap are merged (of one class), the gap doubling until they
 // fit.
-const timelineMaxBars = 6000
+const timelineMaxBars = 4000
 
 // timelineMaxClasses is the most classes the legend names; the rest are
 // "other".

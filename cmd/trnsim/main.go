@@ -423,14 +423,28 @@ func newPresetsCmd(stdout io.Writer) *cobra.Command {
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	var asJSON, fast bool
 	var only []string
+	var plotDir, plotFormat string
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Simulate the validation cases and compare with published hardware measurements",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			formats, err := validatePlotOptions(plotDir, plotFormat)
+			if err != nil {
+				return err
+			}
 			rows, err := validate.Run(validate.Options{Fast: fast, Only: only, Progress: stderr})
 			if err != nil {
 				return err
+			}
+			if plotDir != "" {
+				files, err := validate.WriteFigures(plotDir, rows, formats)
+				for _, f := range files {
+					fmt.Fprintf(stderr, "trnsim: wrote %s\n", f)
+				}
+				if err != nil {
+					return fmt.Errorf("--plots: %w", err)
+				}
 			}
 			if asJSON {
 				if err := validate.WriteJSON(stdout, rows); err != nil {
@@ -448,5 +462,7 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rows as a JSON array")
 	cmd.Flags().BoolVar(&fast, "fast", false, "only the fast cases (those CI runs)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "only these case ids (comma-separated)")
+	cmd.Flags().StringVar(&plotDir, "plots", "", "draw predicted against measured, a figure per quantity (validation-time, validation-tflops, ...), into `DIR`")
+	cmd.Flags().StringVar(&plotFormat, "plot-format", "png,svg", "with --plots: the figures' `FORMATS`, png, svg or png,svg")
 	return cmd
 }

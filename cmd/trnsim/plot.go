@@ -31,10 +31,18 @@ type plotRequest struct {
 
 func newPlotCmd(stdout io.Writer) *cobra.Command {
 	r := &plotRequest{maxLines: 10}
+	var format string
 	cmd := &cobra.Command{
-		Use:   "plot DIR --x AXIS --y METRIC --out FILE.png|svg",
-		Short: "Draw a sweep's results: a metric against an axis, a heat map over two axes, or a Pareto front",
-		Long: `Draw a sweep's results (the folder trnsim sweep --out wrote) as PNG or SVG.
+		Use:   "plot DIR --x AXIS --y METRIC --out FILE.png|svg | plot RESULTS.json [--out DIR]",
+		Short: "Draw a sweep's results (a metric against an axis, a heat map, a Pareto front), or redraw a run's figures from its results.json",
+		Long: `trnsim plot RESULTS.json [--out DIR] redraws a run's figures (rooflines, stall
+breakdown, engine timeline, and for models the GPU comparison) from the
+results.json that trnsim run --json wrote, into DIR (default: the file's
+folder), in the formats of --plot-format. The engine timeline needs a
+results.json written by a run with --plots.
+
+trnsim plot DIR draws a sweep's results (the folder trnsim sweep --out wrote)
+as PNG or SVG.
 
   --x AXIS --y METRIC                 a line per combination of the other axes
   --x AXIS --heat AXIS2 --y METRIC    a heat map over two axes, each cell labelled
@@ -49,6 +57,11 @@ dma_compute_overlap_pct, ...); axes are the sweep's config paths. Failed points 
 left out.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if results, err := isResultsFile(args[0]); err != nil {
+				return err
+			} else if results {
+				return plotResults(cmd, args[0], r.out, format, stdout)
+			}
 			r.dir = args[0]
 			if r.x == "" || r.y == "" || r.out == "" {
 				return fmt.Errorf("--x, --y and --out are required")
@@ -84,7 +97,8 @@ left out.`,
 	f.BoolVar(&r.logX, "log-x", false, "a logarithmic x axis")
 	f.BoolVar(&r.logY, "log-y", false, "a logarithmic y axis")
 	f.StringArrayVar(&r.fix, "fix", nil, "AXIS=VALUE: keep only the points with that value (repeatable)")
-	f.StringVar(&r.out, "out", "", "the figure: .png or .svg")
+	f.StringVar(&r.out, "out", "", "the figure: .png or .svg (for a results.json: the folder of the figures)")
+	f.StringVar(&format, "plot-format", "png,svg", "for a results.json: the figures' `FORMATS`, png, svg or png,svg")
 	return cmd
 }
 

@@ -1,17 +1,18 @@
 package configs
 
 import (
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/trnsim/trnsim/cost"
 )
 
 // Pricing is the run config's cost section: the user's prices (reserved
 // or negotiated rates) in place of the price table's (docs/gpu.md#cost).
+// Loading checks the values; the names are checked against package
+// cost's table by its user (report.CheckRun), as configs imports only isa.
 type Pricing struct {
 	// Prices are USD per instance-hour by instance name
 	// (cost: {prices: {p5.48xlarge: 40.0}}).
@@ -26,10 +27,6 @@ type InstancePrices struct {
 	// Order is the names in the order they were given.
 	Order []string
 }
-
-// Book returns the price table with the prices applied (they were checked
-// when the config was loaded).
-func (p *Pricing) Book() (cost.Book, error) { return cost.NewBook(p.Prices.Values) }
 
 func (p *InstancePrices) decodeNode(d *decoder, n *yaml.Node, path string) error {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
@@ -54,14 +51,11 @@ func (p *InstancePrices) decodeLevel(d *decoder, n *yaml.Node, path, prefix stri
 			}
 			continue
 		}
-		if _, err := cost.Lookup(name); err != nil {
-			return d.errAt(k, kp, "%v", err)
-		}
 		var x float64
 		if err := d.decode(v, reflect.ValueOf(&x).Elem(), kp); err != nil {
 			return err
 		}
-		if _, err := cost.NewBook(map[string]float64{name: x}); err != nil {
+		if !(x > 0) || math.IsInf(x, 0) {
 			return d.errAt(v, kp, "must be a positive price in USD per instance-hour, got %s", strconv.FormatFloat(x, 'g', -1, 64))
 		}
 		if p.Values == nil {

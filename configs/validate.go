@@ -613,7 +613,7 @@ func (c *RunConfig) validateModel(required func(path, hint string) error) error 
 		m.WeightsDType = "bf16"
 	}
 	if m.GPUCalibration != "" {
-		// The file's contents are checked by package gpu (report.CheckGPU).
+		// The file's contents are checked by package gpu (report.CheckRun).
 		m.GPUCalibration = c.ResolvePath(m.GPUCalibration)
 		if err := inputFile(m.GPUCalibration); err != nil {
 			return c.errAtPath("workload.model.gpu_calibration", "%s", err)

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/trnsim/trnsim/configs"
@@ -93,11 +94,34 @@ const scalingNote = "instance figures scale the simulated cores or GPU plan to t
 // were checked when the config was loaded; should they not be, the table
 // itself, and buildCost reports the error).
 func priceBook(cfg *configs.RunConfig) cost.Book {
-	b, err := cfg.Pricing.Book()
+	b, err := cost.NewBook(cfg.Pricing.Prices.Values)
 	if err != nil {
 		return cost.Book{}
 	}
 	return b
+}
+
+// checkPrices checks cost.prices against the price table (configs checked
+// the values) and returns the book; an error names the field.
+func checkPrices(cfg *configs.RunConfig) (cost.Book, error) {
+	p := cfg.Pricing.Prices
+	names := append([]string(nil), p.Order...)
+	if len(names) != len(p.Values) {
+		names = names[:0]
+		for n := range p.Values {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	for _, n := range names {
+		if _, err := cost.NewBook(map[string]float64{n: p.Values[n]}); err != nil {
+			if _, lerr := cost.Lookup(n); lerr != nil {
+				err = lerr
+			}
+			return cost.Book{}, cfg.FieldError("cost.prices."+n, "%v", err)
+		}
+	}
+	return cost.NewBook(p.Values)
 }
 
 // trainiumPrice is the instance the Trainium run is priced by: its
@@ -126,9 +150,13 @@ func gpuCalibration(cfg *configs.RunConfig) (*gpu.CalibrationFile, error) {
 	return f, nil
 }
 
-// CheckGPU checks a model run's GPU side before it simulates: the
+// CheckRun checks what a run's cost and GPU comparison read, before it
+// simulates: the user's prices name instances of the table, the GPU
 // baselines are presets, and the calibration file loads.
-func CheckGPU(cfg *configs.RunConfig) error {
+func CheckRun(cfg *configs.RunConfig) error {
+	if _, err := checkPrices(cfg); err != nil {
+		return err
+	}
 	m := cfg.Workload.Model
 	if cfg.Workload.Kind != "model" || m == nil {
 		return nil
@@ -176,9 +204,9 @@ func buildCost(cfg *configs.RunConfig, r *Report) error {
 	if m == nil || m.TokensPerS <= 0 {
 		return nil
 	}
-	book, err := cfg.Pricing.Book()
+	book, err := checkPrices(cfg)
 	if err != nil {
-		return cfg.FieldError("cost.prices", "%v", err)
+		return err
 	}
 	h := &cfg.Hardware
 	coresPerChip := max(h.Chip.Cores, 1)

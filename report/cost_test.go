@@ -113,3 +113,29 @@ func TestCostUnknownPower(t *testing.T) {
 	assert.Contains(t, trn.PowerSource, "no reference gives trn1's chip power")
 	assert.Equal(t, "trn1.32xlarge", trn.Instance)
 }
+
+// CheckRun names the field of an instance the table does not have, with
+// its line, before anything runs.
+func TestCheckRunPrices(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		sets        []string
+		want        string
+	}{
+		{"known", "cost:\n  prices: {p5.48xlarge: 40}\n", nil, ""},
+		{"unknown", "cost:\n  prices: {p9.huge: 1}\n", nil, `run.yaml:6:21: cost.prices.p9.huge: unknown instance "p9.huge" (instances: inf2.48xlarge, `},
+		{"unknown by --set", "", []string{"cost.prices.p5.4xlarge=3"}, `--set cost.prices.p5.4xlarge=3: unknown instance "p5.4xlarge"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := configs.LoadBytes([]byte("hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 64}\n"+c.extra),
+				"run.yaml", configs.LoadOptions{Sets: c.sets})
+			require.NoError(t, err)
+			err = CheckRun(cfg)
+			if c.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, c.want)
+		})
+	}
+}

@@ -143,7 +143,7 @@ exits with 130 or 143.`,
 					return err
 				}
 			}
-			if err := report.CheckGPU(cfg); err != nil {
+			if err := report.CheckRun(cfg); err != nil {
 				return err
 			}
 			if gpuOps != "" {
@@ -248,7 +248,7 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := report.CheckGPU(cfg); err != nil {
+			if err := report.CheckRun(cfg); err != nil {
 				return err
 			}
 			file := ""

@@ -1,8 +1,10 @@
 // Package cost is the price table: AWS instances with their
 // accelerators, on-demand (or, where there is none, the labelled Capacity
 // Block) USD per hour, each with its source and date
-// (../shared/reference/gpu.md §4.1), and the cost of work from a price and
-// a throughput.
+// (../shared/reference/gpu.md §4.1), the user's prices in its place
+// (Book), the Trainium chips' power where a reference gives it, and the
+// cost and energy of work from a price, a power and a throughput, scaled
+// to a whole instance (docs/gpu.md#cost).
 package cost
 
 import (

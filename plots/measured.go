@@ -122,10 +122,10 @@ func PredictedMeasured(path string, f Figure, checks []Check) error {
 		p.Add(sc)
 		p.Legend.Add(fmt.Sprintf("%s (%d)", k.name, len(xy)), sc)
 	}
-	if err := addPointLabels(p, missXY, missLabels); err != nil {
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lg(lo), lg(hi), lg(lo), lg(hi)
+	if err := addPointLabels(p, measuredSize(), missXY, missLabels); err != nil {
 		return err
 	}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lg(lo), lg(hi), lg(lo), lg(hi)
 	logAxis(&p.X)
 	logAxis(&p.Y)
 	p.Legend.Top, p.Legend.Left = true, true

@@ -88,22 +88,32 @@ func rooflinePlot(f Figure, c Ceiling, points []RooflinePoint, pointsLabel strin
 	if c.PeakLabel != "" || c.MemoryLabel != "" {
 		p.Title.Text += "\npeak: " + c.PeakLabel + "; memory: " + c.MemoryLabel
 	}
-	// The two ceilings' figures, written along them.
-	notes, err := plotter.NewLabels(plotter.XYLabels{
-		XYs:    []plotter.XY{{X: lg(hi), Y: lg(c.PeakFLOPS / tera)}, {X: lg(c.Ridge() / 6), Y: lg(c.Attainable(c.Ridge()/6) / tera)}},
-		Labels: []string{fmt.Sprintf("peak %s", rate(c.PeakFLOPS)), fmt.Sprintf("%s x intensity", bandwidth(c.BytesPerS))},
-	})
-	if err != nil {
-		return nil, err
+	// The two ceilings' figures, written along them: the peak above its
+	// line at the right end, the bandwidth above the slope (where no op
+	// can be), ending half way up it or far enough from the left edge to
+	// fit (about 140 points of text in the data area's width).
+	perPoint := (lg(hi) - lg(lo)) / (rooflineSize().X.Points() - 70)
+	mid := math.Min(math.Max(math.Sqrt(lo*c.Ridge()), lo*math.Pow(10, 140*perPoint)), c.Ridge())
+	for _, n := range []struct {
+		at     plotter.XY
+		text   string
+		xa     draw.XAlignment
+		ya     draw.YAlignment
+		offset vg.Point
+	}{
+		{plotter.XY{X: lg(hi), Y: lg(c.PeakFLOPS / tera)}, fmt.Sprintf("peak %s", rate(c.PeakFLOPS)), draw.XRight, draw.YBottom, vg.Point{X: vg.Points(-3), Y: vg.Points(4)}},
+		{plotter.XY{X: lg(mid), Y: lg(c.Attainable(mid) / tera)}, fmt.Sprintf("%s x intensity", bandwidth(c.BytesPerS)), draw.XRight, draw.YBottom, vg.Point{X: vg.Points(-8), Y: vg.Points(2)}},
+	} {
+		l, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{n.at}, Labels: []string{n.text}})
+		if err != nil {
+			return nil, err
+		}
+		l.TextStyle[0].Font.Size = vg.Points(8)
+		l.TextStyle[0].Color = palette10[0]
+		l.TextStyle[0].XAlign, l.TextStyle[0].YAlign = n.xa, n.ya
+		l.Offset = n.offset
+		p.Add(l)
 	}
-	for i := range notes.TextStyle {
-		notes.TextStyle[i].Font.Size = vg.Points(8)
-		notes.TextStyle[i].Color = palette10[0]
-	}
-	notes.TextStyle[0].XAlign, notes.TextStyle[0].YAlign = draw.XRight, draw.YBottom
-	notes.TextStyle[1].XAlign, notes.TextStyle[1].YAlign = draw.XRight, draw.YBottom
-	notes.Offset = vg.Point{X: vg.Points(-3), Y: vg.Points(4)}
-	p.Add(notes)
 	var xy plotter.XYs
 	var labels []string
 	for _, pt := range points {
@@ -122,11 +132,11 @@ func rooflinePlot(f Figure, c Ceiling, points []RooflinePoint, pointsLabel strin
 		pointsLabel = fmt.Sprintf("ops: FLOPs / their time (%d)", len(points))
 	}
 	p.Legend.Add(pointsLabel, sc)
-	if err := addPointLabels(p, xy, labels); err != nil {
-		return nil, err
-	}
 	p.X.Min, p.X.Max = lg(lo), lg(hi)
 	p.Y.Min, p.Y.Max = lg(ylo/tera), lg(c.PeakFLOPS/tera*1.8)
+	if err := addPointLabels(p, rooflineSize(), xy, labels); err != nil {
+		return nil, err
+	}
 	logAxis(&p.X)
 	logAxis(&p.Y)
 	// Above the memory slope, top left, no op can reach.
@@ -135,47 +145,6 @@ func rooflinePlot(f Figure, c Ceiling, points []RooflinePoint, pointsLabel strin
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	p.Title.TextStyle.Font.Size = vg.Points(10)
 	return p, nil
-}
-
-// addPointLabels writes each point's label beside it: to its right, or,
-// for a point close to one labelled before it (within a factor of 1.5 on
-// both axes, the points being drawn at their log10), to its left, then
-// below it, so their names do not overprint.
-func addPointLabels(p *plot.Plot, xy plotter.XYs, labels []string) error {
-	type side struct {
-		xa     draw.XAlignment
-		ya     draw.YAlignment
-		offset vg.Point
-	}
-	sides := []side{{draw.XLeft, draw.YCenter, vg.Point{X: vg.Points(5)}}, {draw.XRight, draw.YCenter, vg.Point{X: vg.Points(-5)}}, {draw.XCenter, draw.YTop, vg.Point{Y: vg.Points(-5)}}}
-	groups := make([]plotter.XYLabels, len(sides))
-	for i := range xy {
-		near := 0
-		for j := 0; j < i; j++ {
-			if math.Abs(xy[i].X-xy[j].X) < lg(1.5) && math.Abs(xy[i].Y-xy[j].Y) < lg(1.5) {
-				near++
-			}
-		}
-		g := &groups[near%len(sides)]
-		g.XYs = append(g.XYs, xy[i])
-		g.Labels = append(g.Labels, labels[i])
-	}
-	for k, g := range groups {
-		if len(g.XYs) == 0 {
-			continue
-		}
-		l, err := plotter.NewLabels(g)
-		if err != nil {
-			return err
-		}
-		for i := range l.TextStyle {
-			l.TextStyle[i].Font.Size = vg.Points(7)
-			l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = sides[k].xa, sides[k].ya
-		}
-		l.Offset = sides[k].offset
-		p.Add(l)
-	}
-	return nil
 }
 
 // rate prints a FLOP/s figure in TFLOP/s or GFLOP/s.

@@ -83,7 +83,7 @@ func StackedPercent(path string, f Figure, groups []string, series []BarSeries) 
 	p.Y.Min, p.Y.Max = 0, 100
 	p.Y.Tick.Marker = percentTicks{}
 	// The legend goes right of the bars, in room kept for it.
-	p.X.Max += 1.6
+	p.X.Max += 2.2
 	p.Legend.Top, p.Legend.Left = true, false
 	p.Legend.XOffs = vg.Points(-4)
 	p.Legend.TextStyle.Font.Size = vg.Points(8)

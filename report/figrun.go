@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/trnsim/trnsim/clock"
 	"github.com/trnsim/trnsim/plots"
 )
 
@@ -98,7 +97,7 @@ func (r *Report) writeStalls(w *figureWriter) error {
 		cores = fmt.Sprintf(", the mean of %d cores", r.CoresUsed) + cores
 	}
 	f := plots.Figure{Title: fmt.Sprintf("Where each engine's time went: %s on %s%s", r.what(), r.Hardware, cores),
-		XLabel: "engine", YLabel: fmt.Sprintf("share of the simulated %s (%%)", clock.Time(r.SimulatedTimeS*1e15+0.5))}
+		XLabel: "engine", YLabel: fmt.Sprintf("share of the simulated %s (%%)", fmtSeconds(r.SimulatedTimeS))}
 	return w.draw("stalls", func(path string) error { return plots.StackedPercent(path, f, groups, series) })
 }
 
@@ -119,9 +118,9 @@ func (r *Report) writeTimeline(w *figureWriter) error {
 	}
 	from := "0"
 	if t.FromS > 0 {
-		from = clock.Time(t.FromS*1e15 + 0.5).String()
+		from = fmtSeconds(t.FromS)
 	}
-	span := fmt.Sprintf("%s to %s of %s", from, clock.Time(t.ToS*1e15+0.5), clock.Time(r.SimulatedTimeS*1e15+0.5))
+	span := fmt.Sprintf("%s to %s of %s", from, fmtSeconds(t.ToS), fmtSeconds(r.SimulatedTimeS))
 	f := plots.Figure{Title: fmt.Sprintf("Engine timeline, chip %d core %d: %s\n%s (%s), coloured by %s", t.Chip, t.Core, r.what(), span, t.Window, t.ColourBy),
 		XLabel: "simulated time (µs)"}
 	return w.draw("timeline", func(path string) error { return plots.Timeline(path, f, t.FromS*1e6, t.ToS*1e6, rows, t.Classes) })

@@ -166,7 +166,10 @@ func (t *TimelineRecorder) Report(end clock.Time) *TimelineReport {
 	case t.cut < min(t.closeAt, end):
 		how = fmt.Sprintf("the window until the recorder's %d intervals were full", t.cap)
 	case t.window.To == clock.Never && to < end:
-		how = fmt.Sprintf("from %s, the first %d intervals of core %d", compactTime(from), t.cap/2, t.core)
+		how = fmt.Sprintf("the first %d intervals", t.cap/2)
+		if from > 0 {
+			how = fmt.Sprintf("the first %d intervals from %s", t.cap/2, fmtSeconds(from.Seconds()))
+		}
 	case to == end && from == 0:
 		how = "the whole run"
 	}

@@ -1,6 +1,8 @@
-// Package plots draws trnsim's figures with gonum/plot, as PNG or SVG: line
-// plots of a metric against a swept parameter (a line per value of the
-// others) and heat maps over two, from results computed elsewhere (the
-// sweep's results.jsonl). Cost, roofline, timeline and predicted-vs-measured
-// figures come with the issues that compute their data.
+// Package plots draws trnsim's figures with gonum/plot, as PNG or SVG, from
+// numbers computed elsewhere: a sweep's line plots, heat maps and Pareto
+// fronts; grouped bars (throughput, cost, ops against the GPUs); a device's
+// roofline with ops placed on it; a Gantt-style engine timeline; stacked
+// shares (the stall breakdown); and predicted against measured on log axes
+// with target bands (docs/plots.md). Each figure is written whole or not at
+// all.
 package plots

@@ -41,11 +41,12 @@ func labelSides() [8]labelSide {
 }
 
 // addPointLabels writes each point's label beside it, at the first of
-// labelSides where it overlaps no point and no label placed before it and
-// stays inside the data area (else where it overlaps least). The axes'
-// ranges must be set; the data area is taken as the figure's size less
-// room for the axes and the title.
-func addPointLabels(p *plot.Plot, size vg.Point, xy plotter.XYs, labels []string) error {
+// labelSides where it overlaps no point (of xy or others, the points drawn
+// without a label) and no label placed before it and stays inside the data
+// area (else where it overlaps least). The axes' ranges must be set; the
+// data area is taken as the figure's size less room for the axes and the
+// title.
+func addPointLabels(p *plot.Plot, size vg.Point, xy plotter.XYs, labels []string, others plotter.XYs) error {
 	if len(xy) == 0 {
 		return nil
 	}
@@ -56,7 +57,7 @@ func addPointLabels(p *plot.Plot, size vg.Point, xy plotter.XYs, labels []string
 	sy := h / (p.Y.Max - p.Y.Min)
 	at := func(pt plotter.XY) (float64, float64) { return (pt.X - p.X.Min) * sx, (pt.Y - p.Y.Min) * sy }
 	var taken []box
-	for _, pt := range xy {
+	for _, pt := range append(append(plotter.XYs(nil), xy...), others...) {
 		x, y := at(pt)
 		taken = append(taken, box{x - 4, y - 4, x + 4, y + 4})
 	}

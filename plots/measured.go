@@ -94,7 +94,7 @@ func PredictedMeasured(path string, f Figure, checks []Check) error {
 		{"reported only (no target)", func(c Check) bool { return c.TolerancePct == 0 && !c.Miss }, color.Gray{Y: 120}, draw.RingGlyph{}},
 	}
 	// Every point is named when there are few; else only those that miss.
-	var missXY plotter.XYs
+	var missXY, plain plotter.XYs
 	var missLabels []string
 	all := len(checks) <= 16
 	for _, k := range kinds {
@@ -105,6 +105,8 @@ func PredictedMeasured(path string, f Figure, checks []Check) error {
 				if c.Miss || all {
 					missXY = append(missXY, xy[len(xy)-1])
 					missLabels = append(missLabels, c.Label)
+				} else {
+					plain = append(plain, xy[len(xy)-1])
 				}
 			}
 		}
@@ -123,7 +125,7 @@ func PredictedMeasured(path string, f Figure, checks []Check) error {
 		p.Legend.Add(fmt.Sprintf("%s (%d)", k.name, len(xy)), sc)
 	}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lg(lo), lg(hi), lg(lo), lg(hi)
-	if err := addPointLabels(p, measuredSize(), missXY, missLabels); err != nil {
+	if err := addPointLabels(p, measuredSize(), missXY, missLabels, plain); err != nil {
 		return err
 	}
 	logAxis(&p.X)

@@ -134,7 +134,7 @@ func rooflinePlot(f Figure, c Ceiling, points []RooflinePoint, pointsLabel strin
 	p.Legend.Add(pointsLabel, sc)
 	p.X.Min, p.X.Max = lg(lo), lg(hi)
 	p.Y.Min, p.Y.Max = lg(ylo/tera), lg(c.PeakFLOPS/tera*1.8)
-	if err := addPointLabels(p, rooflineSize(), xy, labels); err != nil {
+	if err := addPointLabels(p, rooflineSize(), xy, labels, nil); err != nil {
 		return nil, err
 	}
 	logAxis(&p.X)

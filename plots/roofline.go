@@ -37,7 +37,8 @@ type RooflinePoint struct {
 
 // Roofline draws a device's roofline and the points on it into path, both
 // axes logarithmic, rates in TFLOP/s. Each point is labelled; pointsLabel
-// names them in the legend.
+// names them in the legend. f.XLabel, when set, says what the intensity's
+// bytes are (least HBM bytes by default).
 func Roofline(path string, f Figure, c Ceiling, points []RooflinePoint, pointsLabel string) error {
 	if err := checkExt(path); err != nil {
 		return err
@@ -74,7 +75,10 @@ func rooflinePlot(f Figure, c Ceiling, points []RooflinePoint, pointsLabel strin
 	const tera = 1e12
 	p := plot.New()
 	p.Title.Text = f.Title
-	p.X.Label.Text = "arithmetic intensity (FLOP/byte, least HBM bytes)"
+	p.X.Label.Text = f.XLabel
+	if p.X.Label.Text == "" {
+		p.X.Label.Text = "arithmetic intensity (FLOP/byte, least HBM bytes)"
+	}
 	p.Y.Label.Text = "attainable and achieved (TFLOP/s)"
 	p.Add(plotter.NewGrid())
 	roof, err := plotter.NewLine(plotter.XYs{{X: lg(lo), Y: lg(c.Attainable(lo) / tera)}, {X: lg(c.Ridge()), Y: lg(c.PeakFLOPS / tera)}, {X: lg(hi), Y: lg(c.PeakFLOPS / tera)}})

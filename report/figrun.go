@@ -42,8 +42,14 @@ func (r *Report) writeRooflines(w *figureWriter) error {
 		if d.LeftOut > 0 {
 			what += fmt.Sprintf("; %d without FLOPs left out", d.LeftOut)
 		}
+		xLabel := ""
+		for _, p := range d.Points {
+			if p.BytesMoved {
+				xLabel = "arithmetic intensity (FLOP/byte, the HBM bytes it moved)"
+			}
+		}
 		c := plots.Ceiling{PeakFLOPS: d.PeakFLOPS, BytesPerS: d.HBMBytesPerS, PeakLabel: d.PeakSource, MemoryLabel: d.HBMSource}
-		if err := w.draw("roofline-"+d.Key, func(path string) error { return plots.Roofline(path, plots.Figure{Title: title}, c, pts, what) }); err != nil {
+		if err := w.draw("roofline-"+d.Key, func(path string) error { return plots.Roofline(path, plots.Figure{Title: title, XLabel: xLabel}, c, pts, what) }); err != nil {
 			return err
 		}
 	}

@@ -232,3 +232,24 @@ func TestRunFiguresRoundTrip(t *testing.T) {
 		assert.True(t, bytes.Equal(a, b), "%s redrawn from results.json", names[i])
 	}
 }
+
+// A kernel written by hand is one point: its FLOPs over the HBM bytes it
+// moved, in the simulated time; its timeline is coloured by opcode.
+func TestRooflineKernel(t *testing.T) {
+	cfg, err := runner.ConfigForTile("../examples/matmul.tile", "", nil)
+	require.NoError(t, err)
+	out, err := runner.Run(cfg, runner.Options{Timeline: true})
+	require.NoError(t, err)
+	r := out.Report
+	require.Len(t, r.Roofline, 1)
+	require.Len(t, r.Roofline[0].Points, 1)
+	p := r.Roofline[0].Points[0]
+	assert.True(t, p.BytesMoved)
+	assert.Equal(t, float64(r.HBM.ReadBytes+r.HBM.WriteBytes), p.Bytes)
+	assert.Greater(t, p.FLOPs, 0.0)
+	assert.Equal(t, r.SimulatedTimeS, p.TimeS)
+	assert.LessOrEqual(t, p.FLOPS, p.AttainableFLOPS)
+	require.NotNil(t, r.Timeline)
+	assert.Equal(t, "opcode", r.Timeline.ColourBy)
+	assert.Contains(t, r.Timeline.Classes, "multiply_moving")
+}

@@ -74,25 +74,36 @@ func buildRoofline(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
 			graphOps[o.Name] = o
 		}
 	}
-	// Trainium: the ops the simulation ran, at their share of its time.
+	// Trainium: the ops the simulation ran, at their share of its time;
+	// a kernel written by hand (assembly, tile IR), whose ops split its
+	// transfers from its compute, as one point: its FLOPs over the HBM
+	// bytes it moved, in the simulated time.
 	var work []opWork
-	for _, o := range r.Ops {
-		w := opWork{name: o.Name, kind: o.Kind, time: o.TimeS}
-		switch g := graphOps[o.Name]; {
-		case g != nil:
-			w.flops, w.bytes = float64(g.FLOPs()), float64(g.MinHBMBytes())
-		case len(r.Ops) == 1 && info.FLOPs > 0 && info.MinHBMBytes > 0:
-			w.flops, w.bytes = info.FLOPs, float64(info.MinHBMBytes)
-		default:
-			w.flops, w.bytes, w.moved = o.UsefulFLOPs, float64(o.HBMBytes), true
-			if w.flops == 0 {
-				w.flops = o.FLOPs
+	if k := r.WorkloadKind; k == "assembly" || k == "tile" {
+		flops := r.UsefulFLOPs
+		if flops <= 0 {
+			flops = r.FLOPs
+		}
+		work = append(work, opWork{name: r.Workload, kind: k, flops: flops, bytes: float64(r.HBM.ReadBytes + r.HBM.WriteBytes), moved: true, time: r.SimulatedTimeS})
+	} else {
+		for _, o := range r.Ops {
+			w := opWork{name: o.Name, kind: o.Kind, time: o.TimeS}
+			switch g := graphOps[o.Name]; {
+			case g != nil:
+				w.flops, w.bytes = float64(g.FLOPs()), float64(g.MinHBMBytes())
+			case len(r.Ops) == 1 && info.FLOPs > 0 && info.MinHBMBytes > 0:
+				w.flops, w.bytes = info.FLOPs, float64(info.MinHBMBytes)
+			default:
+				w.flops, w.bytes, w.moved = o.UsefulFLOPs, float64(o.HBMBytes), true
+				if w.flops == 0 {
+					w.flops = o.FLOPs
+				}
 			}
+			if w.kind == "" {
+				w.kind = r.WorkloadKind
+			}
+			work = append(work, w)
 		}
-		if w.kind == "" {
-			w.kind = r.WorkloadKind
-		}
-		work = append(work, w)
 	}
 	cores := float64(max(r.CoresUsed, 1))
 	perChip := float64(max(h.Chip.Cores, 1))

@@ -173,11 +173,13 @@ func (t *TimelineRecorder) Report(end clock.Time) *TimelineReport {
 	case to == end && from == 0:
 		how = "the whole run"
 	}
-	// Colour by op kind when the window shows several, else by opcode.
+	// Colour by op kind when the window shows several (a model's ops),
+	// else by opcode (a GEMM, a kernel: one kind, and instructions of no
+	// op).
 	kinds := map[string]bool{}
 	for _, iv := range t.raw {
-		if !iv.wait {
-			kinds[t.kinds[iv.op]] = true
+		if k := t.kinds[iv.op]; !iv.wait && k != "" {
+			kinds[k] = true
 		}
 	}
 	byKind := len(kinds) > 1

@@ -49,7 +49,9 @@ func (r *Report) writeRooflines(w *figureWriter) error {
 			}
 		}
 		c := plots.Ceiling{PeakFLOPS: d.PeakFLOPS, BytesPerS: d.HBMBytesPerS, PeakLabel: d.PeakSource, MemoryLabel: d.HBMSource}
-		if err := w.draw("roofline-"+d.Key, func(path string) error { return plots.Roofline(path, plots.Figure{Title: title, XLabel: xLabel}, c, pts, what) }); err != nil {
+		if err := w.draw("roofline-"+d.Key, func(path string) error {
+			return plots.Roofline(path, plots.Figure{Title: title, XLabel: xLabel}, c, pts, what)
+		}); err != nil {
 			return err
 		}
 	}

@@ -16,8 +16,9 @@ import (
 // instructions and semaphore waits, and each DMA queue's transfers. It
 // implements chip.Tracer; runs without figures do not attach it.
 //
-// Memory is bounded: it keeps at most Cap intervals. A window without an
-// end closes at the start of the interval that fills half of Cap; one that
+// Memory is bounded: it keeps at most its capacity of intervals. A window
+// without an end closes at the start of the interval that fills half of
+// it; one that
 // arrives later and starts before the close is still kept while there is
 // room. When the room runs out, the window ends at the earliest start of an
 // interval left out, so that every interval of the window that is reported

@@ -89,6 +89,7 @@ func TestPlotResultsErrors(t *testing.T) {
 	notResults := write("other.json", `{"hello": 1}`)
 	broken := write("broken.json", `{"schema_version": 1,`)
 	text := write("notes.txt", "hello")
+	jsonl := write("results.jsonl", "{}\n")
 	missing := filepath.Join(tmp, "missing.json")
 	for _, tc := range []struct {
 		name string
@@ -101,6 +102,7 @@ func TestPlotResultsErrors(t *testing.T) {
 		{"no roofline section", []string{"plot", noRoofline}, noRoofline + ": has no roofline section"},
 		{"unknown extension", []string{"plot", text}, text + ": is a .txt file; give a run's results .json"},
 		{"sweep flags", []string{"plot", results, "--x", "m"}, "--x: draws a sweep"},
+		{"a sweep's results.jsonl", []string{"plot", jsonl}, "give the sweep's folder (" + tmp + "), not its results.jsonl"},
 		{"bad plot format", []string{"plot", results, "--plot-format", "jpg"}, `--plot-format: "jpg" is not a figure format`},
 		{"out is a file", []string{"plot", results, "--out", text}, "is a file, not a folder"},
 		{"run: bad plot format", []string{"run", "--plots", tmp, "--plot-format", "gif"}, `--plot-format: "gif" is not a figure format`},

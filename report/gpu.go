@@ -64,6 +64,10 @@ type GPUReport struct {
 	// Ops every op's estimate, in graph order.
 	TopOps []GPUOp `json:"top_ops"`
 	Ops    []GPUOp `json:"ops"`
+	// TrainiumLoses and TrainiumGains are the ops where the Trainium run
+	// takes most more, and most less, time than this GPU (compareOps).
+	TrainiumLoses []OpDelta `json:"trainium_loses_most,omitempty"`
+	TrainiumGains []OpDelta `json:"trainium_gains_most,omitempty"`
 }
 
 // GPUOp is an op's GPU estimate.

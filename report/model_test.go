@@ -121,6 +121,40 @@ func TestGPUComparison(t *testing.T) {
 	r.WriteSummary(&out)
 	assert.Contains(t, out.String(), "vs GPU             H100 SXM (tp 1, the smallest that fits): time per token")
 
+	// Op by op: every op's bound is named, each GPU estimate beside an op
+	// gives the ratio of the two times, and the ops where Trainium loses
+	// and gains most are in order of the time it loses.
+	bounds := map[string]bool{"TensorE": true, "VectorE": true, "ScalarE": true, "GpSimd": true, "Sync": true, "DMA": true, "HBM": true, "link": true, "fused": true, "none": true}
+	matched := 0
+	for _, o := range r.Ops {
+		assert.True(t, bounds[o.Bound], "%s: bound %q", o.Name, o.Bound)
+		for _, e := range o.GPU {
+			matched++
+			if e.TimeS > 0 {
+				assert.InDelta(t, o.TimeS/e.TimeS, e.TrainiumOverGPU, 1e-9*e.TrainiumOverGPU, o.Name)
+			}
+		}
+	}
+	assert.Greater(t, matched, 10, "ops with a GPU estimate")
+	for _, g := range r.GPU {
+		require.NotEmpty(t, g.TrainiumLoses)
+		for i, d := range g.TrainiumLoses {
+			assert.Greater(t, d.TrainiumS-d.GPUS, 0.0, d.Name)
+			if i > 0 {
+				p := g.TrainiumLoses[i-1]
+				assert.GreaterOrEqual(t, p.TrainiumS-p.GPUS, d.TrainiumS-d.GPUS)
+			}
+		}
+		for i, d := range g.TrainiumGains {
+			assert.Less(t, d.TrainiumS-d.GPUS, 0.0, d.Name)
+			if i > 0 {
+				p := g.TrainiumGains[i-1]
+				assert.LessOrEqual(t, p.TrainiumS-p.GPUS, d.TrainiumS-d.GPUS)
+			}
+		}
+	}
+	assert.Contains(t, out.String(), "why, by op         against H100 SXM: Trainium loses most on ")
+
 	cfg.Workload.Model.GPUs = []string{"v100"}
 	_, err = runner.Run(cfg, runner.Options{})
 	assert.ErrorContains(t, err, `workload.model.gpus: unknown GPU "v100"`)

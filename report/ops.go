@@ -48,6 +48,10 @@ type OpReport struct {
 	TimeS    float64            `json:"time_s"`
 	TimePct  float64            `json:"time_pct"`
 	TopStall *OpStall           `json:"top_stall"`
+	// Bound is the resource that decides the op's time (trainiumBound);
+	// GPU each baseline's estimate of the same op (model runs).
+	Bound string  `json:"bound"`
+	GPU   []OpGPU `json:"gpu,omitempty"`
 }
 
 // OpStall is an op's largest stall: one engine and cause.

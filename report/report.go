@@ -623,6 +623,7 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 	if err := buildGPU(cfg, info, r); err != nil {
 		return nil, err
 	}
+	r.compareOps(cfg)
 	if err := buildCalibration(cfg, r); err != nil {
 		return nil, err
 	}
@@ -771,6 +772,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	r.writeModel(line)
 	r.writeGPU(line)
+	r.writeWhy(line)
 	r.writeCost(line)
 	line("simulated time", "%s", clock.Time(r.SimulatedTimeS*1e15+0.5))
 	line("throughput", "%.2f TFLOPS, %.1f%% of peak (HFU)", r.TFLOPS, r.PeakPct)

@@ -1394,13 +1394,21 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// compute multiplies the K block kb into the result block res (at
 	// index resIdx of its block dimension, or none) for (mb, nb), each M
 	// tile in an accumulation group of its own, evacuated after it.
-	compute := func(b *Block, a atter, bt slotted, res slotted, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
+	// computeThen is compute with between, if set, emitted after the
+	// first M tile's multiplies and before its evacuation.
+	computeThen := func(b *Block, a atter, bt slotted, res slotted, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr, between func(b *Block)) {
 		b.For("mt", C(0), mtiles(mb), Parallel, func(b *Block, mt Expr) {
 			ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, NT, p.tile}, int(p.Groups))
 			at := func(rows, nt, cols Expr) Access { return ps.At(R(C(0), rows), I(nt), R(C(0), cols)) }
 			matmuls(b, a, bt, at, mt, mb, nb, kb)
+			if between != nil {
+				b.When(mt.Eq(C(0)), between)
+			}
 			evacuate(b, at, res, resIdx, hasIdx, mt, mb, nb, kb, group, "")
 		})
+	}
+	compute := func(b *Block, a atter, bt slotted, res slotted, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
+		computeThen(b, a, bt, res, resIdx, hasIdx, mb, nb, kb, group, nil)
 	}
 	// psumGroups is how many sets of an N block's accumulation groups
 	// (one per M tile) rotate in PSUM with PSUMK.
@@ -1619,17 +1627,37 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			})
 			storeAll(root, C(nBN-1), "_last")
 		} else if p.Order == OrderNKM {
+			// An M block's store is emitted after the next M block's first
+			// multiplies: it waits for the last of its block's evacuations,
+			// and multiplies emitted after it would wait for that one too,
+			// through the semaphore mark they share, where they need only
+			// the evacuation of their own accumulation group. (In each
+			// engine's program order nothing moves: the store still follows
+			// its block's evacuations and precedes the next block's.) A
+			// store that loads a residual block keeps one call site, so
+			// that its tile is placed once: it follows its own block.
+			deferStore := !epi.HasR()
 			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
 				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
 				loadScales(b, nb)
 				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
 					bt, load := weights(b, nb.MulC(nBK).Add(kb), nb, kb)
 					load()
+					last := kb.Eq(C(nBK - 1))
 					b.For("mb", C(0), C(nBM), Parallel, func(b *Block, mb Expr) {
 						a := blockA(b, nb, mb, kb)
-						compute(b, a, bt, slotted{t: res}, mb, true, mb, nb, kb, mb.MulC(MT))
-						b.When(kb.Eq(C(nBK-1)), func(b *Block) { store(b, slotted{t: res}, mb, true, mb, nb, "") })
+						if !deferStore {
+							compute(b, a, bt, slotted{t: res}, mb, true, mb, nb, kb, mb.MulC(MT))
+							b.When(last, func(b *Block) { store(b, slotted{t: res}, mb, true, mb, nb, "") })
+							return
+						}
+						computeThen(b, a, bt, slotted{t: res}, mb, true, mb, nb, kb, mb.MulC(MT), func(b *Block) {
+							b.When(last.And(mb.Gt(C(0))), func(b *Block) { store(b, slotted{t: res}, mb.Sub(C(1)), true, mb.Sub(C(1)), nb, "") })
+						})
 					})
+					if deferStore {
+						b.When(last, func(b *Block) { store(b, slotted{t: res}, C(nBM-1), true, C(nBM-1), nb, "_last") })
+					}
 				})
 			})
 		} else {

@@ -450,6 +450,8 @@ type outputSet struct {
 	// done is set, under the guard's lock, once the set is committed or
 	// aborted.
 	done bool
+	// noSync skips syncing the files and their folders (Options.NoSync).
+	noSync bool
 }
 
 // get returns the set's output of a role, or nil.
@@ -670,7 +672,7 @@ func (s *outputSet) commit() ([]Written, error) {
 			continue
 		}
 		err := s.flush(o)
-		if err == nil {
+		if err == nil && !s.noSync {
 			if serr := o.tmp.Sync(); serr != nil {
 				err = fmt.Errorf("%s: writing %s: %v", o.label, o.path, unwrapPath(serr))
 			}
@@ -771,7 +773,9 @@ func (s *outputSet) renameAll() error {
 	for _, o := range aside {
 		os.Remove(o.backup)
 	}
-	syncFolders(files)
+	if !s.noSync {
+		syncFolders(files)
+	}
 	s.done = true
 	delete(g.sets, s)
 	return nil

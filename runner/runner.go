@@ -53,6 +53,10 @@ type Options struct {
 	Stdout io.Writer
 	// Guard, if set, lets a signal handler discard the run's outputs.
 	Guard *Guard
+	// NoSync renames the outputs into place without syncing them to disk
+	// first: for scratch files another process reads at once (a sweep's
+	// points), where a sync is time lost and buys nothing.
+	NoSync bool
 	// Timeline, if set, records the engine timeline's window for the
 	// figures (report.Timeline): TimelineWindow (nil: from the start until
 	// the recorder is half full) and at most TimelineCap intervals (0:
@@ -113,7 +117,7 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	if stdout == nil {
 		stdout = os.Stdout
 	}
-	set := &outputSet{guard: guard, outs: outs, stdout: stdout}
+	set := &outputSet{guard: guard, outs: outs, stdout: stdout, noSync: opts.NoSync}
 	if windowed && set.get(roleTrace) == nil {
 		return nil, fmt.Errorf("--trace-window and --trace-limit need a trace: give --trace FILE (or outputs.trace)")
 	}

@@ -79,6 +79,30 @@ func writeFile(t *testing.T, path, text string) string {
 	return path
 }
 
+// Without the sync to disk (a sweep's scratch outputs) the outputs are
+// the same files, renamed into place whole, nothing left beside them.
+func TestNoSyncWritesTheSameOutputs(t *testing.T) {
+	dir := t.TempDir()
+	p := func(sub, n string) string { return filepath.Join(dir, sub, n) }
+	for _, sub := range []string{"sync", "nosync"} {
+		_, err := Run(smallConfig(t), Options{JSON: p(sub, "r.json"), CSV: p(sub, "r.csv"), NoSync: sub == "nosync"})
+		require.NoError(t, err)
+	}
+	for _, name := range []string{"r.json", "r.csv"} {
+		a, err := os.ReadFile(p("sync", name))
+		require.NoError(t, err)
+		b, err := os.ReadFile(p("nosync", name))
+		require.NoError(t, err)
+		assert.Positive(t, len(b))
+		if name == "r.csv" {
+			assert.Equal(t, strings.Count(string(a), "\n"), strings.Count(string(b), "\n"), name)
+		} else {
+			assert.Equal(t, len(a) > 0, json.Valid(b), name)
+		}
+	}
+	noLeftovers(t, dir)
+}
+
 func TestRunWritesEveryOutput(t *testing.T) {
 	dir := t.TempDir()
 	p := func(n string) string { return filepath.Join(dir, "out", n) }

@@ -208,6 +208,8 @@ exits with 130 or 143.`,
 	f.BoolVar(&exact, "exact", false, "models: simulate every layer (by default identical layers reuse the last simulated one's time)")
 	f.BoolVar(&sweepBase, "sweep-base", false, "the argument is a sweep file: run its inline base: (how trnsim sweep runs a point)")
 	_ = f.MarkHidden("sweep-base")
+	f.BoolVar(&opts.NoSync, "no-sync", false, "rename the outputs into place without syncing them to disk (scratch files read at once: how trnsim sweep runs a point)")
+	_ = f.MarkHidden("no-sync")
 	return cmd
 }
 

@@ -189,11 +189,8 @@ func Shapes(g *graph.Graph) ([]OpShape, int) {
 			add(s)
 		case graph.MoEExperts:
 			x := o.Inputs[0]
-			t, h := x.Shape[0], x.Shape[1]
-			f := o.Inputs[3].Shape[1]
-			touched := o.ExpertsTouched()
-			share := min((t*o.Attrs.TopK+touched-1)/touched, t)
-			for i, kn := range [][2]int64{{h, f}, {h, f}, {f, h}} {
+			touched, share, projs := expertMatmuls(o)
+			for i, kn := range projs {
 				s := base
 				s.Op = fmt.Sprintf("%s.expert_matmul_%d", o.Name, i)
 				s.Kind, s.M, s.K, s.N, s.Batch = "matmul", share, kn[0], kn[1], touched

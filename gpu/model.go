@@ -161,12 +161,9 @@ func (c Calibration) Estimate(g *graph.Graph, d Device) (*Estimate, error) {
 		case graph.MoEExperts:
 			// Each expert reached runs its three projections on its share.
 			x := o.Inputs[0]
-			t, h := x.Shape[0], x.Shape[1]
-			f := o.Inputs[3].Shape[1]
-			touched := o.ExpertsTouched()
-			share := min((t*o.Attrs.TopK+touched-1)/touched, t)
+			touched, share, projs := expertMatmuls(o)
 			dt := o.Inputs[3].DType
-			for _, kn := range [][2]int64{{h, f}, {h, f}, {f, h}} {
+			for _, kn := range projs {
 				tt, _ := c.MatmulTime(d, share, kn[0], kn[1], touched, dt, x.DType)
 				ot.TimeS += tt
 			}
@@ -212,4 +209,15 @@ func (c Calibration) Estimate(g *graph.Graph, d Device) (*Estimate, error) {
 		return nil, fmt.Errorf("internal error: GPU estimate %v", e.TimeS)
 	}
 	return e, nil
+}
+
+// expertMatmuls returns a mixture-of-experts op's experts reached, each
+// one's share of the tokens (balanced routing), and the [K, N] of its three
+// projections (gate and up, then down).
+func expertMatmuls(o *graph.Op) (touched, share int64, projs [3][2]int64) {
+	t, h := o.Inputs[0].Shape[0], o.Inputs[0].Shape[1]
+	f := o.Inputs[3].Shape[1]
+	touched = o.ExpertsTouched()
+	share = min((t*o.Attrs.TopK+touched-1)/touched, t)
+	return touched, share, [3][2]int64{{h, f}, {h, f}, {f, h}}
 }

@@ -612,6 +612,30 @@ var normOf5 = math.Pow(5, 1/ContentionNorm) * (1 + 1e-12)
 // part, is at most its busy time), then the fill before the first
 // multiply and the last block's store.
 func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
+	tensor, dma, evac, rest := p.boundParts(e)
+	pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
+	busy := math.Pow(pow(tensor)+pow(dma)+pow(evac), 1/ContentionNorm)
+	return fmax(busy, fmax(tensor, fmax(dma, evac))) + rest
+}
+
+// boundExceeds reports whether lowerBoundNs is above limit, without the
+// p-norm's root: the busy part exceeds what the limit leaves when its
+// largest load does, or when the sum of the loads' fifth powers exceeds
+// that part's (the root is monotonic).
+func (p *GEMMPlan) boundExceeds(e *estimator, limit float64) bool {
+	tensor, dma, evac, rest := p.boundParts(e)
+	left := limit - rest
+	if left < 0 || fmax(tensor, fmax(dma, evac)) > left {
+		return true
+	}
+	pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
+	return pow(tensor)+pow(dma)+pow(evac) > pow(left)
+}
+
+// boundParts returns lowerBoundNs's loads (TensorE's least time, the HBM
+// bytes at the DMA engines' bandwidth, the busier evacuation engine's
+// least) and the fill and last store beside them.
+func (p *GEMMPlan) boundParts(e *estimator) (tensor, dma, evac, rest float64) {
 	g := p.G
 	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
 	wb := float64(g.BDType().Bytes())
@@ -624,7 +648,7 @@ func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 		dr = 1
 	}
 	nBN := float64(ceilDiv(g.N, p.BN))
-	tensor := e.mmNs[dr] + nBN*e.lsNs[dr]
+	tensor = e.mmNs[dr] + nBN*e.lsNs[dr]
 	// dmaBytes in floating point: A once or per N block, B once (nkm) or
 	// per M block, C once.
 	aReads, bReads := nBN, float64(ceilDiv(g.M, p.BM))
@@ -634,7 +658,7 @@ func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 	if p.Order == OrderNKM {
 		bReads = 1
 	}
-	dma := (e.aBytes*aReads + e.bBytes*bReads + e.cBytes + float64(p.scaleHBMBytes())) / e.bw
+	dma = (e.aBytes*aReads + e.bBytes*bReads + e.cBytes + float64(p.scaleHBMBytes())) / e.bw
 	res, adds := 0, 0.0
 	if !p.kOnce() {
 		res = 1
@@ -643,10 +667,8 @@ func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 	// The evacuations: VectorE has the adds; the copies go to VectorE,
 	// ScalarE or both, so the busier of the two has at least half of the
 	// adds and the cheaper copies.
-	evac := fmax(adds, (adds+min(e.copyVNs[res], e.copySNs[res]))/2)
-	pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
-	busy := math.Pow(pow(tensor)+pow(dma)+pow(evac), 1/ContentionNorm)
-	return fmax(busy, fmax(tensor, fmax(dma, evac))) + fill + store
+	evac = fmax(adds, (adds+min(e.copyVNs[res], e.copySNs[res]))/2)
+	return tensor, dma, evac, fill + store
 }
 
 // estimate returns the plan's analytic time (see estimateEvacs).

@@ -693,11 +693,25 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	// that better() prefers wins, without the choice drifting upwards.
 	minNs := math.Inf(1)
 	ests := make([]Estimate, len(evacs)*len(deqs))
+	estimators := map[isa.DType]*estimator{}
+	// splitOrPow2[i]: bks[i] is an even split of K or a power of two (the
+	// K blocks below the biggest that fits which compete).
+	splitOrPow2 := make([]bool, len(bks))
+	for i, bk := range bks {
+		splitOrPow2[i] = evenSplit(g.K, bk) || bk&(bk-1) == 0
+	}
+	fits := make([]int64, len(bks)) // SBUF bytes by K block, for the nest's nres
 	for _, acc := range accs {
 		for _, nbuf := range nbufs {
 			for _, tr := range transposes {
 				p.Transpose, p.AccDT, p.NBuf = tr, acc, nbuf
-				est := newEstimator(tg, g, p.TN, acc)
+				est := estimators[acc]
+				if est == nil {
+					// (An estimator depends on the accumulation dtype, not on
+					// the buffers or the transpose mode.)
+					est = newEstimator(tg, g, p.TN, acc)
+					estimators[acc] = est
+				}
 				gb := banksFor(tr)
 				p.groupBanksAvail = gb
 				for _, order := range orders {
@@ -713,14 +727,14 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 									// and the powers of two below it compete (small blocks
 									// pipeline the loads of a DMA-bound GEMM better).
 									kmax := int64(0)
-									for _, bk := range bks {
-										if bk > kmax && p.sbufBytesOf(order, bn, bm, bk, nres) <= sbufCap {
+									for i, bk := range bks {
+										fits[i] = p.sbufBytesOf(order, bn, bm, bk, nres)
+										if bk > kmax && fits[i] <= sbufCap {
 											kmax = bk
 										}
 									}
-									for _, bk := range bks {
-										if kmax == 0 || bk > kmax || (bk != kmax && !evenSplit(g.K, bk) && bk&(bk-1) != 0) ||
-											p.sbufBytesOf(order, bn, bm, bk, nres) > sbufCap {
+									for i, bk := range bks {
+										if kmax == 0 || bk > kmax || (bk != kmax && !splitOrPow2[i]) || fits[i] > sbufCap {
 											// (A smaller K block can need more SBUF: K
 											// in several blocks accumulates in AccDT.)
 											continue
@@ -748,7 +762,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 										}
 										c := *p
 										c.Order, c.BN, c.BM, c.BK, c.NRes, c.PSUMK = order, bn, bm, bk, nres, psumK
-										if best != nil && c.lowerBoundNs(est) > minNs*(1+tieFraction) {
+										if best != nil && c.boundExceeds(est, minNs*(1+tieFraction)) {
 											continue // its loads alone take longer than the best plan
 										}
 										c.GroupBanks = (bn / p.TN) * p.banksPerTile

@@ -447,23 +447,26 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 	if len(deqs) == 0 {
 		deqs = []DequantEngine{p.Dequantize}
 	}
-	for oi, ev := range evacs {
-		var base Estimate
-		// Engine totals; with evacuate auto the copies balance VectorE and
-		// ScalarE (the scheduler sends each to whichever finishes it first).
-		var copiesV, copiesS, adds float64
-		var deqTotal [numDeq]float64 // the dequantisation, all on one engine
-		for i := range steps {
-			st := &steps[i]
-			base.TensorNs += st.count * (st.w.pe + st.trPE)
-			copiesV += st.count * st.copies * st.w.copyV
-			copiesS += st.count * st.copies * st.w.copyS
-			adds += st.count * st.adds * st.w.add
-			base.DMANs += st.count * (st.bytes/e.bw + st.descs*e.descNs)
-			for j := range deqTotal {
-				deqTotal[j] += st.count * st.deq[j]
-			}
+	// Engine totals, whatever the evacuation; with evacuate auto the copies
+	// balance VectorE and ScalarE (the scheduler sends each to whichever
+	// finishes it first).
+	var totals Estimate
+	var copiesV, copiesS, adds, trCopies float64
+	var deqTotal [numDeq]float64 // the dequantisation, all on one engine
+	for i := range steps {
+		st := &steps[i]
+		totals.TensorNs += st.count * (st.w.pe + st.trPE)
+		copiesV += st.count * st.copies * st.w.copyV
+		copiesS += st.count * st.copies * st.w.copyS
+		adds += st.count * st.adds * st.w.add
+		totals.DMANs += st.count * (st.bytes/e.bw + st.descs*e.descNs)
+		trCopies += st.count * st.trCopy
+		for j := range deqTotal {
+			deqTotal[j] += st.count * st.deq[j]
 		}
+	}
+	for oi, ev := range evacs {
+		base := totals
 		fV, fS := 1.0, 0.0 // shares of the copies on VectorE and ScalarE
 		switch ev {
 		case EvacScalar:
@@ -476,10 +479,6 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 				fV = min(1, max(0, (copiesS-adds)/(copiesV+copiesS)))
 			}
 			fS = 1 - fV
-		}
-		var trCopies float64
-		for i := range steps {
-			trCopies += steps[i].count * steps[i].trCopy
 		}
 		base.VectorNs = adds + fV*copiesV + trCopies
 		base.ScalarNs = fS * copiesS

@@ -4,6 +4,9 @@
 package hostcpu
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -25,6 +28,27 @@ func ChildrenTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// StealTime returns the machine's CPU time stolen by the hypervisor since
+// boot, summed over its CPUs (the steal column of /proc/stat; 0 where
+// there is none): on a shared VM it is time the cores were not idle but
+// not ours either.
+func StealTime() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	ticks, err := strconv.ParseInt(f[8], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
 // Meter accumulates a speed benchmark's simulated work and reports it per

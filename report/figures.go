@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/trnsim/trnsim/plots"
@@ -53,6 +54,41 @@ func (r *Report) WriteFigures(dir string, formats ...string) ([]string, error) {
 	return w.files, nil
 }
 
+// longestOps returns the ops figure's data: the n longest ops on Trainium
+// that every GPU baseline has an estimate of (compareOps), longest first,
+// and a series of their times (µs) for Trainium and for each GPU.
+func (r *Report) longestOps(n int) ([]string, []plots.BarSeries) {
+	ops := append([]OpReport(nil), r.Ops...)
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].TimeS > ops[j].TimeS })
+	var groups []string
+	series := []plots.BarSeries{{Label: r.trainiumName()}}
+	for _, g := range r.GPU {
+		series = append(series, plots.BarSeries{Label: g.Title})
+	}
+	for _, o := range ops {
+		if len(groups) == n || o.TimeS <= 0 {
+			break
+		}
+		gpuT := make([]float64, len(r.GPU))
+		for gi, g := range r.GPU {
+			for _, e := range o.GPU {
+				if e.GPU == g.GPU {
+					gpuT[gi] = e.TimeS * 1e6
+				}
+			}
+		}
+		if slices.ContainsFunc(gpuT, func(t float64) bool { return t <= 0 }) {
+			continue // an op some GPU has no kernel for
+		}
+		groups = append(groups, shortOp(o.Name))
+		series[0].Values = append(series[0].Values, o.TimeS*1e6)
+		for i, t := range gpuT {
+			series[i+1].Values = append(series[i+1].Values, t)
+		}
+	}
+	return groups, series
+}
+
 // writeComparison draws a model run's bars against its GPU baselines:
 // throughput, cost per million tokens (when every option has a price) and
 // the longest ops on each.
@@ -90,41 +126,7 @@ func (r *Report) writeComparison(w *figureWriter) error {
 			}
 		}
 	}
-	// The longest ops on Trainium, and the same ops on each GPU.
-	ops := append([]OpReport(nil), r.Ops...)
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].TimeS > ops[j].TimeS })
-	var groups []string
-	series := []plots.BarSeries{{Label: trn}}
-	for _, g := range r.GPU {
-		series = append(series, plots.BarSeries{Label: g.Title})
-	}
-	for _, o := range ops {
-		if len(groups) == 6 || o.TimeS <= 0 {
-			break
-		}
-		var gpuT []float64
-		for _, g := range r.GPU {
-			t := 0.0
-			for _, go_ := range g.Ops {
-				if go_.Name == o.Name {
-					t = go_.TimeS
-				}
-			}
-			gpuT = append(gpuT, t*1e6)
-		}
-		ok := true
-		for _, t := range gpuT {
-			ok = ok && t > 0
-		}
-		if !ok {
-			continue
-		}
-		groups = append(groups, shortOp(o.Name))
-		series[0].Values = append(series[0].Values, o.TimeS*1e6)
-		for i, t := range gpuT {
-			series[i+1].Values = append(series[i+1].Values, t)
-		}
-	}
+	groups, series := r.longestOps(6)
 	if len(groups) > 0 {
 		if err := bars("ops", plots.Figure{Title: "The longest ops on Trainium, and on the GPUs: " + what, YLabel: "time (µs)"}, groups, series); err != nil {
 			return err

@@ -110,6 +110,11 @@ func TestLoadErrorsUnknownSection(t *testing.T) {
 		{"numeric key", y(
 			"1: x",
 		), nil, "test.yaml:1:1: 1: unknown section (sections: hardware, workload, parallel, outputs, cost)"},
+		{"a sweep file", y(
+			"base: gemm.yaml",
+			"axes:",
+			"  workload.gemm.m: [128, 256]",
+		), nil, "test.yaml:1:1: base: unknown section: this is a sweep file (it has axes:); run it with trnsim sweep test.yaml"},
 	})
 }
 

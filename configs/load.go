@@ -108,6 +108,12 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	}
 	for _, kv := range pairs {
 		if !contains(sectionNames, kv[0].Value) {
+			for _, p := range pairs {
+				if p[0].Value == "axes" {
+					// A sweep file given where a run config goes.
+					return nil, d.errAt(kv[0], kv[0].Value, "unknown section: this is a sweep file (it has axes:); run it with trnsim sweep %s", file)
+				}
+			}
 			return nil, d.errAt(kv[0], kv[0].Value, "unknown section (sections: %s)", strings.Join(sectionNames, ", "))
 		}
 		sections[kv[0].Value] = kv[1]

@@ -199,7 +199,53 @@ func TestQuantisedDecode(t *testing.T) {
 			assert.Equal(t, bf.Model.WeightBytes-layerW+scales, q.Model.WeightBytes)
 			assert.Equal(t, bf.Model.Params+n/2*16, q.Model.Params, "the whole model's scales are parameters")
 			assert.Less(t, q.Model.FullWeightBytes, bf.Model.FullWeightBytes)
-			assert.Contains(t, strings.Join(q.Notes, "\n"), "14 Linears' int8 weights streamed at 1 byte per element and dequantised to bf16")
+			assert.Contains(t, strings.Join(q.Notes, "\n"), "14 matmuls' int8 weights (Linears', experts') streamed at 1 byte per element and dequantised to bf16")
+		})
+	}
+}
+
+// A mixture of experts' int8 expert weights stream at a byte per element
+// and are dequantised on chip as a Linear's are: the experts reached read
+// half the bytes of BF16's, race-free, and every expert's output channels
+// have their scales (parameters and weight bytes).
+func TestQuantisedExperts(t *testing.T) {
+	for _, preset := range []string{"trn1", "trn2"} {
+		t.Run(preset, func(t *testing.T) {
+			run := func(dt string) (*chip.Result, *Info) {
+				cfg := modelConfig(t, preset, "mixtral-8x7b", "mode: decode, context: 64, weights_dtype: "+dt, 1)
+				prog, info, err := Lower(cfg)
+				require.NoError(t, err)
+				res, err := chip.Run(cfg, prog, chip.Options{})
+				require.NoError(t, err)
+				return res, info
+			}
+			rb, bf := run("bf16")
+			rq, q := run("int8")
+			expert := func(res *chip.Result, info *Info) int64 {
+				kinds := map[int32]Op{}
+				for _, o := range info.Ops {
+					kinds[o.ID] = o
+				}
+				var b int64
+				for _, o := range res.Ops {
+					if kinds[o.ID].Kind == "moe_experts" {
+						b += o.HBMReadBytes
+					}
+				}
+				return b
+			}
+			eb, eq := expert(rb, bf), expert(rq, q)
+			t.Logf("%s: experts read %d bytes in bf16, %d in int8; %.1f against %.1f us", preset, eb, eq, rb.SimTime.Seconds()*1e6, rq.SimTime.Seconds()*1e6)
+			assert.InDelta(t, 0.5, float64(eq)/float64(eb), 0.02, "int8 experts read half BF16's bytes")
+			var experts int64
+			for _, s := range lowergraph.Scales(q.Model.Graph, false) {
+				if strings.Contains(s.Name, "experts") {
+					experts += s.Elements
+				}
+			}
+			// 8 experts: gate and up 14336 channels each, down 4096.
+			assert.Equal(t, int64(8*(14336+14336+4096)), experts, "every expert's output channels")
+			assert.Contains(t, strings.Join(q.Notes, "\n"), "int8 weights (Linears', experts') streamed")
 		})
 	}
 }

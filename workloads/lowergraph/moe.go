@@ -120,25 +120,40 @@ func (l *lowering) moe(o *graph.Op) error {
 	e, k := o.Attrs.Experts, o.Attrs.TopK
 	f := o.Inputs[3].Shape[1]
 	dt, wdt := x.DType, o.Inputs[3].DType
-	if wdt != dt && (!wdt.IsFP8() || !l.tg.Limits.FP8DoubleRow) {
-		return l.errf("expert weights in %s with activations in %s are not lowered yet (FP8 weights are, where TensorE has FP8 double-row matmuls)", wdt, dt)
+	// Quantised expert weights (int8; FP8 without double-row matmuls) are
+	// dequantised on chip as a Linear's are (quant.go): the activations
+	// stay in their dtype, each expert's weights carry their scales.
+	deq := l.dequantised(wdt, dt)
+	if wdt != dt && !deq && (!wdt.IsFP8() || !l.tg.Limits.FP8DoubleRow) {
+		return l.errf("expert weights in %s with activations in %s are not lowered yet (int8 and FP8 weights are)", wdt, dt)
 	}
-	// toW casts a [rows, cols] activation to the weights' dtype (FP8
-	// weights: both matmul operands in FP8).
+	// aDT is the matmuls' activation dtype: the weights' for FP8
+	// double-row matmuls (both operands FP8), else the activations'.
+	aDT := wdt
+	if deq {
+		aDT = dt
+	}
+	// toW casts a [rows, cols] activation to aDT.
 	toW := func(src *tile.Tile, rows, cols int64, name string) (*tile.Tile, error) {
-		if wdt == dt {
+		if aDT == dt {
 			return src, nil
 		}
-		c := l.k.Tensor(l.unique(name), wdt, tile.Temp, rows, cols)
-		return c, l.inline(castKernel(dt, wdt, rows, cols, cols, copyWindow{rows: rows, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": src, "DST": c})
+		c := l.k.Tensor(l.unique(name), aDT, tile.Temp, rows, cols)
+		return c, l.inline(castKernel(dt, aDT, rows, cols, cols, copyWindow{rows: rows, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": src, "DST": c})
 	}
 	touched := o.ExpertsTouched()
 	share := ceilDiv(t*k, touched) // picks per expert reached
 	share = min(share, t)
 	l.res.Notes = append(l.res.Notes, fmt.Sprintf("%s: balanced routing assumed: %d of %d experts reached, %d token picks each", o.Name, touched, e, share))
 	xT, wT, outT := l.tensor2D(x), l.tensor2D(weights), l.tensor2D(out)
-	gemm := func(m, kd, n int64, a, b, c *tile.Tile) error {
-		plan, err := kernels.PlanGEMM(kernels.GEMM{M: m, K: kd, N: n, In: wdt, Out: dt, AMK: true}, kernels.GEMMOptions{OpID: l.id}, l.tg)
+	// gemm multiplies a [m, kd] by expert ex's weight w (b, [kd, n]) into c;
+	// a dequantised weight's scales are an HBM input [1, n] of the expert.
+	gemm := func(m, kd, n int64, a, b, c *tile.Tile, w *graph.Tensor, ex int64) error {
+		g := kernels.GEMM{M: m, K: kd, N: n, In: wdt, Out: dt, AMK: true}
+		if deq {
+			g.In, g.Dequant, g.WeightDType = dt, true, wdt
+		}
+		plan, err := kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
 		if err != nil {
 			return l.errf("%v", err)
 		}
@@ -146,13 +161,18 @@ func (l *lowering) moe(o *graph.Op) error {
 		if err != nil {
 			return err
 		}
-		return l.inline(kn, map[string]*tile.Tile{"A": a, "B": b, "C": c})
+		bind := map[string]*tile.Tile{"A": a, "B": b, "C": c}
+		if deq {
+			bind["SCALE"] = l.k.Tensor(l.unique(fmt.Sprintf("%s_%d", ScaleName(w), ex)), dt, tile.Input, 1, n)
+			l.noteDequant(plan)
+		}
+		return l.inline(kn, bind)
 	}
 	for ex := int64(0); ex < touched; ex++ {
 		name := fmt.Sprintf("%s_%d", o.Name, ex)
 		row0 := (ex * share) % max(t-share+1, 1)
-		xe := l.k.Tensor(l.unique(name+"_x"), wdt, tile.Temp, share, h)
-		if err := l.inline(castKernel(dt, wdt, t, h, h, copyWindow{rows: share, row0: row0, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": xT, "DST": xe}); err != nil {
+		xe := l.k.Tensor(l.unique(name+"_x"), aDT, tile.Temp, share, h)
+		if err := l.inline(castKernel(dt, aDT, t, h, h, copyWindow{rows: share, row0: row0, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": xT, "DST": xe}); err != nil {
 			return err
 		}
 		w1 := l.k.Tensor(l.unique(name+"_w1"), wdt, tile.Input, h, f)
@@ -163,10 +183,10 @@ func (l *lowering) moe(o *graph.Op) error {
 		s := l.k.Tensor(l.unique(name+"_silu"), dt, tile.Temp, share, f)
 		hh := l.k.Tensor(l.unique(name+"_h"), dt, tile.Temp, share, f)
 		y := l.k.Tensor(l.unique(name+"_y"), dt, tile.Temp, share, h)
-		if err := gemm(share, h, f, xe, w1, g); err != nil {
+		if err := gemm(share, h, f, xe, w1, g, o.Inputs[3], ex); err != nil {
 			return err
 		}
-		if err := gemm(share, h, f, xe, w3, u); err != nil {
+		if err := gemm(share, h, f, xe, w3, u, o.Inputs[4], ex); err != nil {
 			return err
 		}
 		if err := l.elementwise(kernels.Elementwise{Rows: share, Cols: f, DType: dt, Unary: true, Func: isa.ActSilu, Engine: isa.EngineScalar},
@@ -177,11 +197,11 @@ func (l *lowering) moe(o *graph.Op) error {
 			map[string]*tile.Tile{"X": s, "Y": u, "OUT": hh}); err != nil {
 			return err
 		}
-		hw, err := toW(hh, share, f, name+"_h_"+wdt.String())
+		hw, err := toW(hh, share, f, name+"_h_"+aDT.String())
 		if err != nil {
 			return err
 		}
-		if err := gemm(share, f, h, hw, w2, y); err != nil {
+		if err := gemm(share, f, h, hw, w2, y, o.Inputs[5], ex); err != nil {
 			return err
 		}
 		if err := l.inline(combineKernel(dt, t, h, share, row0, k, ex%k, ex == 0 && share == t, l.id),

@@ -48,20 +48,28 @@ func (s Scale) Bytes() int64 { return s.Elements * int64(s.DType.Bytes()) }
 func ScaleName(w *graph.Tensor) string { return strings.TrimSuffix(w.Name, ".weight") + ".scale" }
 
 // Scales lists the scale vectors the lowering adds for g's dequantised
-// Linear weights, one per weight, in op order.
+// Linear and expert weights, one per weight, in op order.
 func Scales(g *graph.Graph, fp8DoubleRow bool) []Scale {
 	var out []Scale
 	seen := map[*graph.Tensor]bool{}
-	for _, o := range g.Ops {
-		if o.Kind != graph.Linear {
-			continue
-		}
-		x, w := o.Inputs[0], o.Inputs[1]
+	add := func(x, w *graph.Tensor, channels int64) {
 		if seen[w] || !Dequantised(w.DType, x.DType, fp8DoubleRow) {
-			continue
+			return
 		}
 		seen[w] = true
-		out = append(out, Scale{Weight: w, Name: ScaleName(w), Elements: w.Shape[0], DType: x.DType})
+		out = append(out, Scale{Weight: w, Name: ScaleName(w), Elements: channels, DType: x.DType})
+	}
+	for _, o := range g.Ops {
+		switch o.Kind {
+		case graph.Linear:
+			add(o.Inputs[0], o.Inputs[1], o.Inputs[1].Shape[0])
+		case graph.MoEExperts:
+			// Each expert's gate, up and down weights [experts, out, in]:
+			// the scales of every expert's output channels.
+			for _, w := range o.Inputs[3:6] {
+				add(o.Inputs[0], w, w.Shape[0]*w.Shape[1])
+			}
+		}
 	}
 	return out
 }
@@ -100,7 +108,8 @@ func (l *lowering) quantState() *quantState {
 	return l.quant
 }
 
-// noteDequant counts a dequantised Linear in the lowering's note.
+// noteDequant counts a dequantised matmul (a Linear or an expert's) in the
+// lowering's note.
 func (l *lowering) noteDequant(plan *kernels.GEMMPlan) {
 	q := l.quantState()
 	q.linears++
@@ -117,7 +126,7 @@ func (l *lowering) noteDequant(plan *kernels.GEMMPlan) {
 			engs = append(engs, fmt.Sprintf("%s %d", e, n))
 		}
 	}
-	note := fmt.Sprintf("%d Linears' %s weights streamed at 1 byte per element and dequantised to %s in SBUF before the matmuls (engines: %s), their per-output-channel scales (<module>.scale) applied to the results",
+	note := fmt.Sprintf("%d matmuls' %s weights (Linears', experts') streamed at 1 byte per element and dequantised to %s in SBUF before the matmuls (engines: %s), their per-output-channel scales (<module>.scale) applied to the results",
 		q.linears, strings.Join(dts, ", "), plan.G.In, strings.Join(engs, ", "))
 	if q.note < 0 {
 		q.note = len(l.res.Notes)

@@ -269,7 +269,7 @@ func TestFP8WeightsDequantised(t *testing.T) {
 				}
 			}
 			assert.GreaterOrEqual(t, tensor.FLOPs, float64(info.Model.MatmulFLOPs)*(1-1e-9))
-			dequantised := strings.Contains(strings.Join(info.Notes, "\n"), "fp8e4 weights streamed at 1 byte per element and dequantised to bf16")
+			dequantised := strings.Contains(strings.Join(info.Notes, "\n"), "fp8e4 weights (Linears', experts') streamed at 1 byte per element and dequantised to bf16")
 			if cfg.Hardware.Core.Tensor.FP8DoubleRow {
 				assert.Positive(t, doubleRow, "FP8 double-row matmuls")
 				assert.False(t, dequantised)

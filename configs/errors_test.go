@@ -952,7 +952,7 @@ func TestModelWorkloadErrors(t *testing.T) {
 		{"decode with seq", model("name: gpt2, mode: decode, context: 8, seq: 4"), nil, "test.yaml:4:54: workload.model.seq: is for prefill; decode reads context and tokens"},
 		{"negative batch", model("name: gpt2, mode: decode, context: 8, batch: -1"), nil, "test.yaml:4:56: workload.model.batch: must not be negative, got -1"},
 		{"weights dtype", model("name: gpt2, mode: decode, context: 8, weights_dtype: fp4"), nil, "test.yaml:4:64: workload.model.weights_dtype: must be bf16, fp8e4 or int8, got \"fp4\""},
-		{"unknown field", model("name: gpt2, mode: decode, context: 8, heads: 4"), nil, "test.yaml:4:49: workload.model.heads: unknown field (known fields of workload.model: batch, context, exact, gpu_calibration, gpu_plan, gpus, hf_config, layers, mode, name, seq, tokens, weights_dtype)"},
+		{"unknown field", model("name: gpt2, mode: decode, context: 8, heads: 4"), nil, "test.yaml:4:49: workload.model.heads: unknown field (known fields of workload.model: batch, context, exact, gpu_calibration, gpu_plan, gpus, hf_config, layers, mode, name, routing_skew, seq, tokens, weights_dtype)"},
 		{"lowering field not read", "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: gpt2, mode: decode, context: 8}\n  lowering: {block_m: 256}\n", nil, "test.yaml:5:23: workload.lowering.block_m: model workloads do not read it (it reads dge, dma_queues)"},
 	})
 }

@@ -98,6 +98,12 @@ type ModelWorkload struct {
 	// Exact simulates every layer; by default identical layers reuse the
 	// timing of the last one simulated (two are).
 	Exact bool `yaml:"exact"`
+	// RoutingSkew is how unevenly a mixture of experts' token picks spread
+	// over its experts: 0 (the default) evenly; s > 0 expert i's share in
+	// proportion to (i+1)^-s (a Zipf law: 1 makes the first expert take
+	// about twice the second's). Which tokens pick which expert is data the
+	// simulator does not have; this is the assumption it runs under.
+	RoutingSkew float64 `yaml:"routing_skew" check:"nonneg"`
 	// GPUs are the GPU baselines the run is compared with (gpu presets;
 	// default h100 and b200; [none] turns the comparison off).
 	GPUs []string `yaml:"gpus"`

@@ -189,15 +189,21 @@ func Shapes(g *graph.Graph) ([]OpShape, int) {
 			add(s)
 		case graph.MoEExperts:
 			x := o.Inputs[0]
-			touched, share, projs := expertMatmuls(o)
-			for i, kn := range projs {
-				s := base
-				s.Op = fmt.Sprintf("%s.expert_matmul_%d", o.Name, i)
-				s.Kind, s.M, s.K, s.N, s.Batch = "matmul", share, kn[0], kn[1], touched
-				s.DType, s.OutDType = o.Inputs[3].DType.String(), x.DType.String()
-				s.FLOPs = 2 * float64(share*kn[0]*kn[1]*touched)
-				s.Bytes = float64(touched) * float64(share*kn[0]+kn[0]*kn[1]+share*kn[1]) * float64(o.Inputs[3].DType.Bytes())
-				add(s)
+			groups, projs := expertMatmuls(o)
+			for gi, gr := range groups {
+				share, touched := gr.Share, gr.Experts
+				for i, kn := range projs {
+					s := base
+					s.Op = fmt.Sprintf("%s.expert_matmul_%d", o.Name, i)
+					if len(groups) > 1 {
+						s.Op = fmt.Sprintf("%s.expert_matmul_%d_%d", o.Name, gi, i)
+					}
+					s.Kind, s.M, s.K, s.N, s.Batch = "matmul", share, kn[0], kn[1], touched
+					s.DType, s.OutDType = o.Inputs[3].DType.String(), x.DType.String()
+					s.FLOPs = 2 * float64(share*kn[0]*kn[1]*touched)
+					s.Bytes = float64(touched) * float64(share*kn[0]+kn[0]*kn[1]+share*kn[1]) * float64(o.Inputs[3].DType.Bytes())
+					add(s)
+				}
 			}
 		case graph.SDPA:
 			q, k := o.Inputs[0], o.Inputs[1]

@@ -161,11 +161,13 @@ func (c Calibration) Estimate(g *graph.Graph, d Device) (*Estimate, error) {
 		case graph.MoEExperts:
 			// Each expert reached runs its three projections on its share.
 			x := o.Inputs[0]
-			touched, share, projs := expertMatmuls(o)
+			groups, projs := expertMatmuls(o)
 			dt := o.Inputs[3].DType
-			for _, kn := range projs {
-				tt, _ := c.MatmulTime(d, share, kn[0], kn[1], touched, dt, x.DType)
-				ot.TimeS += tt
+			for _, gr := range groups { // the experts of one share: one batched matmul
+				for _, kn := range projs {
+					tt, _ := c.MatmulTime(d, gr.Share, kn[0], kn[1], gr.Experts, dt, x.DType)
+					ot.TimeS += tt
+				}
 			}
 			ot.Bound = BoundMemory
 			if ot.FLOPs/(d.Peak(dt)*c.MatmulEff) > ot.Bytes/(d.HBMGBps*1e9*c.GEMVEff) {
@@ -211,13 +213,23 @@ func (c Calibration) Estimate(g *graph.Graph, d Device) (*Estimate, error) {
 	return e, nil
 }
 
-// expertMatmuls returns a mixture-of-experts op's experts reached, each
-// one's share of the tokens (balanced routing), and the [K, N] of its three
+// expertGroup is the experts reached that receive one share of the
+// tokens' picks.
+type expertGroup struct{ Share, Experts int64 }
+
+// expertMatmuls returns a mixture-of-experts op's experts reached, grouped
+// by their share of the tokens' picks (graph.Op.ExpertShares: one group
+// under balanced routing), largest first, and the [K, N] of each one's three
 // projections (gate and up, then down).
-func expertMatmuls(o *graph.Op) (touched, share int64, projs [3][2]int64) {
-	t, h := o.Inputs[0].Shape[0], o.Inputs[0].Shape[1]
-	f := o.Inputs[3].Shape[1]
-	touched = o.ExpertsTouched()
-	share = min((t*o.Attrs.TopK+touched-1)/touched, t)
-	return touched, share, [3][2]int64{{h, f}, {h, f}, {f, h}}
+func expertMatmuls(o *graph.Op) ([]expertGroup, [3][2]int64) {
+	h, f := o.Inputs[0].Shape[1], o.Inputs[3].Shape[1]
+	var groups []expertGroup
+	for _, sh := range o.ExpertShares() {
+		if n := len(groups); n > 0 && groups[n-1].Share == sh {
+			groups[n-1].Experts++
+			continue
+		}
+		groups = append(groups, expertGroup{Share: sh, Experts: 1})
+	}
+	return groups, [3][2]int64{{h, f}, {h, f}, {f, h}}
 }

@@ -109,7 +109,7 @@ func ModelConfig(cfg *configs.RunConfig) (*zoo.Config, error) {
 
 // modelPass is the pass a model config simulates.
 func modelPass(m *configs.ModelWorkload) nn.Pass {
-	p := nn.Pass{Batch: m.Batch, Seq: m.Seq, ActDType: isa.BF16, KVCache: true}
+	p := nn.Pass{Batch: m.Batch, Seq: m.Seq, ActDType: isa.BF16, KVCache: true, RoutingSkew: m.RoutingSkew}
 	if m.Mode == "decode" {
 		// The step at the mean of the generation's cache lengths: a
 		// step's work grows linearly with its cache, so that step takes

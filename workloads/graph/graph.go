@@ -104,8 +104,11 @@ type Attrs struct {
 	// dimension it rotates (0: all of it).
 	Theta     float64
 	RotaryDim int64
-	// Experts and TopK describe a mixture-of-experts layer.
+	// Experts and TopK describe a mixture-of-experts layer; RoutingSkew
+	// how unevenly its tokens' picks spread over the experts (Op.ExpertShares;
+	// 0: evenly).
 	Experts, TopK int64
+	RoutingSkew   float64
 	// Axis is the dimension an op works along (softmax, top-k: the last).
 	Axis int
 	// Tanh selects GELU's tanh approximation.

@@ -150,3 +150,43 @@ func TestOptionalInputs(t *testing.T) {
 	assert.Equal(t, int64(2*8*2+4*8*2+2*4*2), g.Ops[0].MinHBMBytes())
 	assert.Equal(t, int64(2*2*8*4), g.Ops[0].FLOPs())
 }
+
+// The routing assumption: balanced picks give every expert reached the
+// same share; skewed ones fall off as (i+1)^-s, each share at most the
+// tokens, the picks all placed where the cap allows.
+func TestExpertShares(t *testing.T) {
+	moe := func(tokens, k, e int64, skew float64) *Op {
+		x := &Tensor{Shape: []int64{tokens, 64}}
+		return &Op{Kind: MoEExperts, Inputs: []*Tensor{x}, Attrs: Attrs{Experts: e, TopK: k, RoutingSkew: skew}}
+	}
+	for _, tc := range []struct {
+		name      string
+		tokens, k int64
+		e         int64
+		skew      float64
+		want      []int64
+	}{
+		{"balanced, every expert", 128, 2, 8, 0, []int64{32, 32, 32, 32, 32, 32, 32, 32}},
+		{"balanced, few picks", 1, 2, 8, 0, []int64{1, 1}},
+		{"balanced, rounded up", 5, 2, 8, 0, []int64{2, 2, 2, 2, 2, 2, 2, 2}},
+		{"zipf 1", 128, 2, 8, 1, []int64{94, 47, 31, 24, 19, 16, 13, 12}},
+		{"steep, capped at the tokens", 4, 2, 8, 2, []int64{4, 2, 1, 1}},
+		{"steep, every expert full", 3, 8, 8, 3, []int64{3, 3, 3, 3, 3, 3, 3, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := moe(tc.tokens, tc.k, tc.e, tc.skew).ExpertShares()
+			assert.Equal(t, tc.want, got)
+			if tc.skew > 0 {
+				var sum int64
+				for i, s := range got {
+					sum += s
+					assert.LessOrEqual(t, s, tc.tokens, "a token picks an expert once")
+					if i > 0 {
+						assert.LessOrEqual(t, s, got[i-1], "largest first")
+					}
+				}
+				assert.Equal(t, tc.tokens*tc.k, sum, "every pick placed")
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/trnsim/trnsim/isa"
@@ -500,10 +501,92 @@ func flopsMoE(o *Op) int64 {
 	return t*k*(3*2*d*f+5*f) + 2*t*k*d
 }
 
-// ExpertsTouched is how many experts the tokens reach under balanced
-// routing: every token's k picks spread over the experts, at most all.
+// ExpertShares returns how many of the tokens' picks each expert reached
+// receives, largest first (an expert no pick reaches is left out). Routing
+// is an assumption, not data: with RoutingSkew 0 the picks spread evenly
+// (every expert reached gets the same share, a whole number, rounded up);
+// with skew s > 0, expert i (from 0) gets a share of the t*k picks in
+// proportion to (i+1)^-s, a Zipf law [I], each at most the t tokens (a
+// token picks an expert once, the excess shared by the others), in whole
+// picks by the largest remainders.
+func (o *Op) ExpertShares() []int64 {
+	t, k, e := o.Inputs[0].Shape[0], o.Attrs.TopK, o.Attrs.Experts
+	picks := t * k
+	if o.Attrs.RoutingSkew <= 0 {
+		touched := min(e, picks)
+		share := min((picks+touched-1)/max(touched, 1), t)
+		out := make([]int64, touched)
+		for i := range out {
+			out[i] = share
+		}
+		return out
+	}
+	// Quotas in proportion to the weights, those above t capped and their
+	// excess shared by the others in proportion (again, until none is
+	// above t), then whole picks by the largest remainders.
+	quota := make([]float64, e)
+	capped := make([]bool, e)
+	for {
+		var free, freeW float64
+		free = float64(picks)
+		for i := range quota {
+			if capped[i] {
+				free -= float64(t)
+			} else {
+				freeW += math.Pow(float64(i+1), -o.Attrs.RoutingSkew)
+			}
+		}
+		over := false
+		for i := range quota {
+			if capped[i] {
+				quota[i] = float64(t)
+				continue
+			}
+			quota[i] = free * math.Pow(float64(i+1), -o.Attrs.RoutingSkew) / freeW
+			if quota[i] > float64(t) {
+				capped[i], over = true, true
+			}
+		}
+		if !over {
+			break
+		}
+	}
+	n := make([]int64, e)
+	var placed int64
+	for i, q := range quota {
+		n[i] = min(t, int64(q))
+		placed += n[i]
+	}
+	order := make([]int, e)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ra, rb := quota[order[a]]-float64(n[order[a]]), quota[order[b]]-float64(n[order[b]])
+		return ra > rb
+	})
+	for _, i := range order {
+		if placed == picks {
+			break
+		}
+		if n[i] < t {
+			n[i]++
+			placed++
+		}
+	}
+	var out []int64
+	for _, v := range n {
+		if v > 0 {
+			out = append(out, v)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a] > out[b] })
+	return out
+}
+
+// ExpertsTouched is how many experts the tokens reach (ExpertShares).
 func (o *Op) ExpertsTouched() int64 {
-	return min(o.Attrs.Experts, o.Inputs[0].Shape[0]*o.Attrs.TopK)
+	return int64(len(o.ExpertShares()))
 }
 
 // bytesMoE: the tokens and routing read, the output written, and the

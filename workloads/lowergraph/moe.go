@@ -141,10 +141,13 @@ func (l *lowering) moe(o *graph.Op) error {
 		c := l.k.Tensor(l.unique(name), aDT, tile.Temp, rows, cols)
 		return c, l.inline(castKernel(dt, aDT, rows, cols, cols, copyWindow{rows: rows, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": src, "DST": c})
 	}
-	touched := o.ExpertsTouched()
-	share := ceilDiv(t*k, touched) // picks per expert reached
-	share = min(share, t)
-	l.res.Notes = append(l.res.Notes, fmt.Sprintf("%s: balanced routing assumed: %d of %d experts reached, %d token picks each", o.Name, touched, e, share))
+	shares := o.ExpertShares() // picks per expert reached
+	touched := int64(len(shares))
+	if o.Attrs.RoutingSkew > 0 {
+		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%s: skewed routing assumed (expert i's share of the picks in proportion to (i+1)^-%g): %d of %d experts reached, %v token picks", o.Name, o.Attrs.RoutingSkew, touched, e, shares))
+	} else {
+		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%s: balanced routing assumed: %d of %d experts reached, %d token picks each", o.Name, touched, e, shares[0]))
+	}
 	xT, wT, outT := l.tensor2D(x), l.tensor2D(weights), l.tensor2D(out)
 	// gemm multiplies a [m, kd] by expert ex's weight w (b, [kd, n]) into c;
 	// a dequantised weight's scales are an HBM input [1, n] of the expert.
@@ -168,9 +171,12 @@ func (l *lowering) moe(o *graph.Op) error {
 		}
 		return l.inline(kn, bind)
 	}
+	var picked int64 // the picks of the experts before
 	for ex := int64(0); ex < touched; ex++ {
+		share := shares[ex]
 		name := fmt.Sprintf("%s_%d", o.Name, ex)
-		row0 := (ex * share) % max(t-share+1, 1)
+		row0 := picked % max(t-share+1, 1)
+		picked += share
 		xe := l.k.Tensor(l.unique(name+"_x"), aDT, tile.Temp, share, h)
 		if err := l.inline(castKernel(dt, aDT, t, h, h, copyWindow{rows: share, row0: row0, rowStep: 1}, l.id), map[string]*tile.Tile{"SRC": xT, "DST": xe}); err != nil {
 			return err

@@ -61,6 +61,8 @@ type MoEConfig struct {
 	// ReduceRanks > 1: the experts' intermediate dim is this rank's slice
 	// and the outputs are summed over the ranks.
 	ReduceRanks int64
+	// RoutingSkew is the routing assumption (graph.Attrs.RoutingSkew).
+	RoutingSkew float64
 }
 
 // MoE is the block's parameters: the router ("gate" in Mixtral) and the
@@ -92,7 +94,7 @@ func (m *MoE) Forward(b *graph.Builder, x *graph.Tensor) *graph.Tensor {
 	logits := m.Router.Forward(b, tokens)
 	probs := b.Add(graph.Softmax, "router_softmax", graph.Attrs{Axis: -1}, logits)
 	top := b.AddMulti(graph.TopK, "router_topk", graph.Attrs{TopK: c.TopK}, probs)
-	out := b.Add(graph.MoEExperts, "experts", graph.Attrs{Experts: c.Experts, TopK: c.TopK}, tokens, top[0], top[1], m.Gate, m.Up, m.Down)
+	out := b.Add(graph.MoEExperts, "experts", graph.Attrs{Experts: c.Experts, TopK: c.TopK, RoutingSkew: c.RoutingSkew}, tokens, top[0], top[1], m.Gate, m.Up, m.Down)
 	if c.ReduceRanks > 1 {
 		out = b.Add(graph.AllReduce, "experts.all_reduce", graph.Attrs{Ranks: c.ReduceRanks}, out)
 	}

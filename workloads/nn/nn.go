@@ -168,6 +168,9 @@ type Pass struct {
 	// KVCache says whether attention appends to and reads a KV cache (a
 	// decoder's generation) or attends over the pass alone (an encoder).
 	KVCache bool
+	// RoutingSkew is the mixture of experts' routing assumption
+	// (graph.Attrs.RoutingSkew).
+	RoutingSkew float64
 }
 
 // RoPEConfig is rotary position embedding: the base, the part of the head

@@ -158,7 +158,7 @@ func (c *Config) buildLlama(b *graph.Builder, o BuildOptions) {
 			h = postNorm.Forward(b, x)
 			if c.Experts > 0 {
 				b.Scope("block_sparse_moe", func() {
-					m := nn.NewMoE(b, nn.MoEConfig{Hidden: c.Hidden, Intermediate: c.Intermediate, Experts: c.Experts, TopK: c.TopK, Act: c.Act, ReduceRanks: o.ranksOf()}, wdt, adt)
+					m := nn.NewMoE(b, nn.MoEConfig{Hidden: c.Hidden, Intermediate: c.Intermediate, Experts: c.Experts, TopK: c.TopK, Act: c.Act, ReduceRanks: o.ranksOf(), RoutingSkew: p.RoutingSkew}, wdt, adt)
 					h = m.Forward(b, h)
 				})
 			} else {

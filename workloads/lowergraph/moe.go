@@ -143,6 +143,9 @@ func (l *lowering) moe(o *graph.Op) error {
 	}
 	shares := o.ExpertShares() // picks per expert reached
 	touched := int64(len(shares))
+	if touched == 0 {
+		return l.errf("no token reaches an expert (%d tokens, top-%d)", t, k)
+	}
 	if o.Attrs.RoutingSkew > 0 {
 		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%s: skewed routing assumed (expert i's share of the picks in proportion to (i+1)^-%g): %d of %d experts reached, %v token picks", o.Name, o.Attrs.RoutingSkew, touched, e, shares))
 	} else {

@@ -743,23 +743,7 @@ func (w *walk) cloneBody(t *bodyMeta, oi *opInfo, core int) *bodyMeta {
 	}
 	// Spans and HBM operands, in operand order (outputs first), as
 	// newBody orders them.
-	for i := range w.accs {
-		var opnd *isa.Operand
-		write := i < nOut
-		if write {
-			opnd = &b.Outs[i]
-		} else {
-			opnd = &b.Ins[i-nOut]
-		}
-		ap := &opnd.AP
-		if ap.Mem.OnChip() {
-			lo, hi := ap.ByteSpan()
-			m.spans = append(m.spans, isa.Span{Mem: ap.Mem, Write: write, Chip: ap.Chip, Core: ap.Core,
-				PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount, Lo: lo, Hi: hi})
-			continue
-		}
-		m.hbm = append(m.hbm, hbmOperand{op: opnd, acc: i, write: write, buf: bufs[w.accs[i].buf], idx: w.accs[i].buf})
-	}
+	w.operandRecords(m, b, nOut, bufs)
 	return m
 }
 
@@ -894,23 +878,7 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 	} else {
 		m.spans = make([]isa.Span, 0, len(w.accs))
 	}
-	for i := range w.accs {
-		var opnd *isa.Operand
-		write := i < nOut
-		if write {
-			opnd = &b.Outs[i]
-		} else {
-			opnd = &b.Ins[i-nOut]
-		}
-		ap := &opnd.AP
-		if ap.Mem.OnChip() {
-			lo, hi := ap.ByteSpan()
-			m.spans = append(m.spans, isa.Span{Mem: ap.Mem, Write: write, Chip: ap.Chip, Core: ap.Core,
-				PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount, Lo: lo, Hi: hi})
-			continue
-		}
-		m.hbm = append(m.hbm, hbmOperand{op: opnd, acc: i, write: write, buf: bufs[w.accs[i].buf], idx: w.accs[i].buf})
-	}
+	w.operandRecords(m, b, nOut, bufs)
 	// Estimates from the simulator's own cost table.
 	tg := w.c.tg
 	cost := tg.Cost.CostOf(m.inst, 128, &w.costEnv)
@@ -1014,4 +982,27 @@ func (w *walk) rearranged(ae *accEval, a *tile.Access, buf *isa.Buffer, zero boo
 		dims = append(dims[:1], free...)
 	}
 	return buf.Raw(ae.buf, 0, 0, off, dims)
+}
+
+// operandRecords appends to m the spans of b's on-chip operands and its
+// HBM operands, in operand order (the nOut outputs first), the walk's
+// accesses w.accs giving each its buffer.
+func (w *walk) operandRecords(m *bodyMeta, b *isa.Body, nOut int, bufs []*isa.Buffer) {
+	for i := range w.accs {
+		var opnd *isa.Operand
+		write := i < nOut
+		if write {
+			opnd = &b.Outs[i]
+		} else {
+			opnd = &b.Ins[i-nOut]
+		}
+		ap := &opnd.AP
+		if ap.Mem.OnChip() {
+			lo, hi := ap.ByteSpan()
+			m.spans = append(m.spans, isa.Span{Mem: ap.Mem, Write: write, Chip: ap.Chip, Core: ap.Core,
+				PartLo: ap.PartStart, PartHi: ap.PartStart + ap.PartCount, Lo: lo, Hi: hi})
+			continue
+		}
+		m.hbm = append(m.hbm, hbmOperand{op: opnd, acc: i, write: write, buf: bufs[w.accs[i].buf], idx: w.accs[i].buf})
+	}
 }

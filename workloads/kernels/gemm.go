@@ -1484,6 +1484,13 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		m0, n0 := mOff.Add(mb.MulC(p.BM)), nb.MulC(p.BN)
 		size, ncols := mSize(mb), nSize(nb)
 		full := size.Div(C(128)).MulC(128)
+		// tileOf is M tile mt of the result block, its ncols columns.
+		tileOf := func(mt Expr) Access {
+			if hasIdx {
+				return res.At(R(C(0), C(128)), I(resIdx), I(mt), R(C(0), ncols))
+			}
+			return res.At(R(C(0), C(128)), I(mt), R(C(0), ncols))
+		}
 		var rt *Tile
 		if epi.HasR() {
 			rt = b.Tile("r"+sfx, isa.MemSBUF, g.Out, []int64{128, MT, p.BN}, 2)
@@ -1498,12 +1505,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			if g.Dequant && !p.foldScale() {
 				// The per-channel scales first, per M tile.
 				b.For("mt_s"+sfx, C(0), full.Div(C(128)), Parallel, func(b *Block, mt Expr) {
-					var blk Access
-					if hasIdx {
-						blk = res.At(R(C(0), C(128)), I(resIdx), I(mt), R(C(0), ncols))
-					} else {
-						blk = res.At(R(C(0), C(128)), I(mt), R(C(0), ncols))
-					}
+					blk := tileOf(mt)
 					b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{blk}, Ins: []Access{blk, scaleAt(nb).At(R(C(0), C(128)), R(C(0), ncols))},
 						Attrs: isa.Attrs{ALU0: isa.ALUMultiply}, OpID: p.opID})
 				})
@@ -1516,12 +1518,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				if biasSB != nil && !p.foldBias() {
 					// The bias's columns of the block, the same for every M tile.
 					b.For("mt_b"+sfx, C(0), full.Div(C(128)), Parallel, func(b *Block, mt Expr) {
-						var blk Access
-						if hasIdx {
-							blk = res.At(R(C(0), C(128)), I(resIdx), I(mt), R(C(0), ncols))
-						} else {
-							blk = res.At(R(C(0), C(128)), I(mt), R(C(0), ncols))
-						}
+						blk := tileOf(mt)
 						b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{blk}, Ins: []Access{blk, biasSB.At(R(C(0), C(128)), RS(n0, ncols))},
 							Attrs: isa.Attrs{ALU0: isa.ALUAdd}, OpID: p.opID})
 					})

@@ -221,20 +221,7 @@ func TestQuantisedExperts(t *testing.T) {
 			}
 			rb, bf := run("bf16")
 			rq, q := run("int8")
-			expert := func(res *chip.Result, info *Info) int64 {
-				kinds := map[int32]Op{}
-				for _, o := range info.Ops {
-					kinds[o.ID] = o
-				}
-				var b int64
-				for _, o := range res.Ops {
-					if kinds[o.ID].Kind == "moe_experts" {
-						b += o.HBMReadBytes
-					}
-				}
-				return b
-			}
-			eb, eq := expert(rb, bf), expert(rq, q)
+			eb, eq := expertReadBytes(rb, bf), expertReadBytes(rq, q)
 			t.Logf("%s: experts read %d bytes in bf16, %d in int8; %.1f against %.1f us", preset, eb, eq, rb.SimTime.Seconds()*1e6, rq.SimTime.Seconds()*1e6)
 			assert.InDelta(t, 0.5, float64(eq)/float64(eb), 0.02, "int8 experts read half BF16's bytes")
 			var experts int64
@@ -322,26 +309,28 @@ func TestSkewedRouting(t *testing.T) {
 		require.NoError(t, err)
 		return res, info
 	}
-	expertBytes := func(res *chip.Result, info *Info) int64 {
-		kinds := map[int32]Op{}
-		for _, o := range info.Ops {
-			kinds[o.ID] = o
-		}
-		var b int64
-		for _, o := range res.Ops {
-			if kinds[o.ID].Kind == "moe_experts" {
-				b += o.HBMReadBytes
-			}
-		}
-		return b
-	}
 	rb, bal := run("mode: decode, batch: 4, context: 64")
 	rs, skew := run("mode: decode, batch: 4, context: 64, routing_skew: 2")
-	t.Logf("decode: experts read %d bytes balanced, %d skewed; %.1f against %.1f us", expertBytes(rb, bal), expertBytes(rs, skew), rb.SimTime.Seconds()*1e6, rs.SimTime.Seconds()*1e6)
+	t.Logf("decode: experts read %d bytes balanced, %d skewed; %.1f against %.1f us", expertReadBytes(rb, bal), expertReadBytes(rs, skew), rb.SimTime.Seconds()*1e6, rs.SimTime.Seconds()*1e6)
 	// Four of the eight experts (shares 4, 2, 1, 1): half the weights.
-	assert.InDelta(t, 0.5, float64(expertBytes(rs, skew))/float64(expertBytes(rb, bal)), 0.02)
+	assert.InDelta(t, 0.5, float64(expertReadBytes(rs, skew))/float64(expertReadBytes(rb, bal)), 0.02)
 	assert.Less(t, skew.MinHBMBytes, bal.MinHBMBytes, "the least bytes count the experts reached")
 	assert.Contains(t, strings.Join(skew.Notes, "\n"), "skewed routing assumed (expert i's share of the picks in proportion to (i+1)^-2): 4 of 8 experts reached, [4 2 1 1] token picks")
 	_, pre := run("mode: prefill, seq: 128, routing_skew: 1")
 	assert.Contains(t, strings.Join(pre.Notes, "\n"), "8 of 8 experts reached, [94 47 31 24 19 16 13 12] token picks")
+}
+
+// expertReadBytes is the HBM bytes a run's mixture-of-experts ops read.
+func expertReadBytes(res *chip.Result, info *Info) int64 {
+	kinds := map[int32]Op{}
+	for _, o := range info.Ops {
+		kinds[o.ID] = o
+	}
+	var b int64
+	for _, o := range res.Ops {
+		if kinds[o.ID].Kind == "moe_experts" {
+			b += o.HBMReadBytes
+		}
+	}
+	return b
 }

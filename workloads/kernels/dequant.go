@@ -219,11 +219,16 @@ func (e *estimator) scaleCost(rows, cols int64, dt isa.DType) float64 {
 		o, _ := b.View(0)
 		return o
 	}
+	return e.memoCost(key, &isa.Body{Op: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []isa.Operand{view(dt)},
+		Ins: []isa.Operand{view(dt), view(e.g.Out)}, Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+}
+
+// memoCost returns body's issue interval (ns) from the cost table,
+// memoised under key.
+func (e *estimator) memoCost(key deqShape, body *isa.Body) float64 {
 	var env isa.CostEnv
-	in := &isa.Instruction{Body: &isa.Body{Op: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []isa.Operand{view(dt)},
-		Ins: []isa.Operand{view(dt), view(e.g.Out)}, Attrs: isa.Attrs{ALU0: isa.ALUMultiply}}}
-	c := e.tg.Cost.CostOf(in, 0, &env)
-	ghz := e.tg.ClockGHz[isa.EngineVector]
+	c := e.tg.Cost.CostOf(&isa.Instruction{Body: body}, 0, &env)
+	ghz := e.tg.ClockGHz[body.Engine]
 	if ghz <= 0 {
 		ghz = 1
 	}
@@ -252,19 +257,7 @@ func (e *estimator) dequantCost(eng int, rows, cols int64) float64 {
 		o, _ := b.View(0)
 		return []isa.Operand{o}
 	}
-	var env isa.CostEnv
-	in := &isa.Instruction{Body: &isa.Body{Op: op, Engine: engine, Outs: view(e.g.In), Ins: view(e.g.WeightDType), Attrs: attrs}}
-	c := e.tg.Cost.CostOf(in, 0, &env)
-	ghz := e.tg.ClockGHz[engine]
-	if ghz <= 0 {
-		ghz = 1
-	}
-	ns := float64(c.IntervalCycles) / ghz
-	if e.deq == nil {
-		e.deq = map[deqShape]float64{}
-	}
-	e.deq[key] = ns
-	return ns
+	return e.memoCost(key, &isa.Body{Op: op, Engine: engine, Outs: view(e.g.In), Ins: view(e.g.WeightDType), Attrs: attrs})
 }
 
 // spread adds conversion work (costs: its time on each engine alone) to

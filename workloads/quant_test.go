@@ -334,3 +334,27 @@ func expertReadBytes(res *chip.Result, info *Info) int64 {
 	}
 	return b
 }
+
+// Quantised and skewed experts on every preset (int8; FP8, dequantised
+// where TensorE has no double-row mode), at awkward sizes (three decode
+// streams, a 37-token prompt): the program runs race-free, the experts
+// read their weights, and the run is no faster than the least bytes at the
+// core's DMA bandwidth.
+func TestExpertsMatrix(t *testing.T) {
+	for _, preset := range configs.PresetNames() {
+		for _, pass := range []string{"mode: decode, batch: 3, context: 40, weights_dtype: int8, routing_skew: 1.5",
+			"mode: decode, batch: 2, context: 33, weights_dtype: fp8e4", "mode: prefill, seq: 37, routing_skew: 1.5"} {
+			t.Run(preset+"/"+pass, func(t *testing.T) {
+				cfg := modelConfig(t, preset, "mixtral-8x7b", pass, 1)
+				prog, info, err := Lower(cfg)
+				require.NoError(t, err)
+				res, err := chip.Run(cfg, prog, chip.Options{})
+				require.NoError(t, err)
+				h := &cfg.Hardware
+				dma := float64(info.MinHBMBytes) / (float64(h.Core.DMA.Engines) * h.Core.DMA.EngineBandwidthGBps * 1e9)
+				assert.GreaterOrEqual(t, res.SimTime.Seconds(), dma, "the least bytes at the core's DMA bandwidth")
+				assert.Positive(t, expertReadBytes(res, info))
+			})
+		}
+	}
+}

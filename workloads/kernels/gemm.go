@@ -829,9 +829,9 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 			// through twice its input buffers where the SBUF its other
 			// tiles leave holds them (buffers given are kept): NBuf slots
 			// of small blocks leave part of each block's latency exposed
-			// (trn3 1x4096x4096 at block_k=128: 88.7 us with 3 slots, 82.5
-			// with 6, 81.7 with 8 or 12), while a head of most of SBUF
-			// delays the first multiplies (100.9 us).
+			// (trn3 1x4096x4096 at block_k=128: 88.7 us with buffers: 3
+			// given, 3 slots; 82.5 us left to the plan, 6), while a head of
+			// most of SBUF (all of it as slots) delays the first multiplies.
 			slotBytes = min(sbufCap-p.sbufBytes()+p.NBuf*blk, 2*p.NBuf*blk)
 		}
 		p.BSlots = min(nBlocks, max(p.NBuf, slotBytes/blk))

@@ -6,6 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/trnsim/trnsim/internal/memo"
 	"github.com/trnsim/trnsim/isa"
 )
 
@@ -28,6 +29,10 @@ type RunConfig struct {
 	Cost  *isa.CostModel `yaml:"-"`
 	// Sources maps every resolved dotted path to where its value came from.
 	Sources map[string]Source `yaml:"-"`
+	// Memo, if set, is shared by the configs a process lowers one after
+	// another (a sweep's points): work they repeat, such as the GEMM plan
+	// search's estimates, is done once. It never changes a result.
+	Memo *memo.Memo `yaml:"-" json:"-"`
 	// sets are the --set arguments, quoted by errors about their values.
 	sets []string
 }

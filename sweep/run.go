@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/internal/memo"
 	"github.com/trnsim/trnsim/report"
 	"github.com/trnsim/trnsim/runner"
 )
@@ -38,6 +39,9 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 	out := make([]Resolved, len(pts))
 	errs := make([]error, len(pts))
 	next := make(chan int)
+	// (The points' lowerings share what they repeat: the GEMM plan
+	// search's estimates across SBUF sizes, for one.)
+	shared := memo.New()
 	var wg sync.WaitGroup
 	for w := 0; w < max(jobs, 1); w++ {
 		wg.Add(1)
@@ -47,6 +51,7 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 				p := pts[i]
 				cfg, err := s.LoadPoint(p)
 				if err == nil {
+					cfg.Memo = shared
 					err = check(cfg)
 				}
 				if err != nil {

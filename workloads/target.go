@@ -25,6 +25,7 @@ func Target(cfg *configs.RunConfig) *sched.Target {
 		BackgroundLoadStationary: co.Tensor.BackgroundLoadStationary,
 		DMADescriptorNs:          co.DMA.DescriptorOverheadNs,
 		DMADescriptorMaxBytes:    int64(co.DMA.DescriptorMaxKiB) * 1024,
+		Memo:                     cfg.Memo,
 	}
 	t.ClockGHz[isa.EngineTensor] = co.Tensor.ClockGHz
 	t.ClockGHz[isa.EngineVector] = co.Vector.ClockGHz

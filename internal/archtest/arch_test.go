@@ -31,7 +31,7 @@ var onlyRules = []struct {
 	// and the hardware side.
 	{[]string{"clock", "isa"}, nil},
 	{[]string{"isa/asm"}, []string{"isa"}},
-	{[]string{"internal/hostcpu", "internal/archtest", "plots"}, nil},
+	{[]string{"internal/hostcpu", "internal/archtest", "internal/memo", "plots"}, nil},
 	// The fabric between cores and chips: routes, links, latencies.
 	{[]string{"noc"}, []string{"clock"}},
 	{[]string{"internal/eventpool"}, []string{"clock"}},
@@ -42,20 +42,20 @@ var onlyRules = []struct {
 	// Statistics per workload op watch the engines; they simulate nothing.
 	{[]string{"opstats"}, []string{"clock", "isa", "memory", "noc", "engines", "internal/eventpool"}},
 	// The config layer knows the hardware only through isa's types.
-	{[]string{"configs"}, []string{"isa"}},
+	{[]string{"configs"}, []string{"isa", "internal/memo"}},
 	// The software side: the tile IR, the scheduler and the kernels never
 	// see the YAML config, the chip or a hardware model.
 	{[]string{"workloads/tile"}, []string{"isa", "isa/asm"}},
-	{[]string{"workloads/sched"}, []string{"isa", "isa/asm", "workloads/tile"}},
-	{[]string{"workloads/kernels"}, []string{"isa", "isa/asm", "workloads/tile", "workloads/sched"}},
+	{[]string{"workloads/sched"}, []string{"isa", "isa/asm", "workloads/tile", "internal/memo"}},
+	{[]string{"workloads/kernels"}, []string{"isa", "isa/asm", "workloads/tile", "workloads/sched", "internal/memo"}},
 	// The op graph and the models built on it know no hardware and no
 	// lowering.
 	{[]string{"workloads/graph"}, []string{"isa"}},
 	{[]string{"workloads/nn"}, []string{"isa", "workloads/graph"}},
 	{[]string{"workloads/zoo"}, []string{"isa", "workloads/graph", "workloads/nn"}},
 	// The graph lowering plans each op with its kernel and composes them.
-	{[]string{"workloads/lowergraph"}, []string{"isa", "isa/asm", "workloads/tile", "workloads/sched", "workloads/kernels", "workloads/graph"}},
-	{[]string{"workloads"}, []string{"isa", "isa/asm", "configs", "workloads/..."}},
+	{[]string{"workloads/lowergraph"}, []string{"isa", "isa/asm", "workloads/tile", "workloads/sched", "workloads/kernels", "workloads/graph", "internal/memo"}},
+	{[]string{"workloads"}, []string{"isa", "isa/asm", "configs", "workloads/...", "internal/memo"}},
 	// The simulated system knows no workload and no report.
 	{[]string{"chip"}, []string{"clock", "isa", "isa/asm", "configs", "memory", "noc", "engines", "dma", "opstats", "internal/..."}},
 	// The GPU baseline reads the op graph, never the Trainium program.

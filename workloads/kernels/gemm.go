@@ -693,7 +693,12 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	// that better() prefers wins, without the choice drifting upwards.
 	minNs := math.Inf(1)
 	ests := make([]Estimate, len(evacs)*len(deqs))
-	estimators := map[isa.DType]*estimator{}
+	// (Estimators and the candidates' estimates: shared through the
+	// target's memo with searches that differ from this one only in SBUF;
+	// planmemo.go.)
+	work := searchWorkFor(tg, p, evacs, deqs)
+	work.mu.Lock()
+	estimators := work.estimators
 	// splitOrPow2[i]: bks[i] is an even split of K or a power of two (the
 	// K blocks below the biggest that fits which compete).
 	splitOrPow2 := make([]bool, len(bks))
@@ -767,11 +772,12 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 										}
 										c.GroupBanks = (bn / p.TN) * p.banksPerTile
 										c.Groups = max(1, gb/max(c.GroupBanks, 1))
-										c.estimateEvacs(est, evacs, deqs, ests)
+										tot := work.estimates(&c, candKey{acc: acc, tr: tr, order: order, ares: ares, psumK: psumK,
+											nbuf: nbuf, nres: nres, gb: gb, bn: bn, bm: bm, bk: bk}, est, evacs, deqs, ests)
 										for ei, ev := range evacs {
 											for di, dq := range deqs {
 												c.Evacuate, c.Dequantize = ev, dq
-												ns := ests[ei*len(deqs)+di].TotalNs
+												ns := tot[ei*len(deqs)+di]
 												if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && better(&c, best)) {
 													cc := c
 													best = &cc
@@ -788,6 +794,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 			}
 		}
 	}
+	work.mu.Unlock()
 	p.Transpose, p.AccDT, p.NBuf, p.AResident = transposes[0], accs[0], nbufs[0], false
 	if best == nil && (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && o.BlockK == 0 {
 		return nil, optErr("evacuate", "%s evacuation needs K in one block, and no K block of %d fits SBUF (accumulating across K blocks uses VectorE adds)",

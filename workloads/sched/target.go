@@ -32,6 +32,7 @@ package sched
 
 import (
 	"fmt"
+	"github.com/trnsim/trnsim/internal/memo"
 
 	"github.com/trnsim/trnsim/isa"
 )
@@ -75,6 +76,10 @@ type Target struct {
 	// them (collective.go, topo.go).
 	ChipHops      [][]int
 	ChipLatencyNs [][]float64
+	// Memo, if set, keeps work that lowerings sharing it repeat (a
+	// sweep's points, a model's layers): the GEMM plan search's estimates,
+	// for one. What it keeps never changes a result.
+	Memo *memo.Memo
 }
 
 // Options are the scheduler's own choices that a config may set.

@@ -1,0 +1,137 @@
+package kernels
+
+import (
+	"sync"
+
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/sched"
+)
+
+// The GEMM plan search's shared work. A candidate's estimate depends on
+// the shape, the options it inherits and the target, never on the SBUF
+// size, which only decides the candidates that fit: searches that differ
+// in SBUF alone (a sweep over hardware.core.sbuf.partition_kib, a model's
+// Linear planned with and without its prefetch share, the same Linear in
+// every layer) share their estimators and every candidate's estimate
+// through the target's memo. The plans are those each search makes alone
+// (TestPlanMemoGivesTheSamePlans).
+
+// targetKey is a target as the plan search reads it: every field but the
+// SBUF size, the routes between chips (which no plan reads) and the memo.
+type targetKey struct {
+	name                                 string
+	limits                               isa.Limits
+	cost                                 *isa.CostModel
+	clockGHz                             [isa.NumEngines]float64
+	dmaEngineGBps, dmaStartNs, dmaDoneNs float64
+	hbmBytes                             int64
+	qosClasses                           int
+	hbmGBps, transposeEff                float64
+	backgroundLS                         bool
+	descNs                               float64
+	descMaxBytes                         int64
+}
+
+func keyOfTarget(tg *sched.Target) targetKey {
+	lim := *tg.Limits
+	lim.SBUFPartitionBytes = 0
+	return targetKey{name: tg.Name, limits: lim, cost: tg.Cost, clockGHz: tg.ClockGHz,
+		dmaEngineGBps: tg.DMAEngineGBps, dmaStartNs: tg.DMAStartNs, dmaDoneNs: tg.DMACompletionNs,
+		hbmBytes: tg.HBMBytes, qosClasses: tg.DMAQoSClasses, hbmGBps: tg.HBMGBps, transposeEff: tg.DMATransposeEfficiency,
+		backgroundLS: tg.BackgroundLoadStationary, descNs: tg.DMADescriptorNs, descMaxBytes: tg.DMADescriptorMaxBytes}
+}
+
+// planState is a plan's every field but the report's (which fields the
+// search chose, its op id): what an estimate may read.
+type planState struct {
+	g                                     GEMM
+	tn, bm, bn, bk, nbuf, nres            int64
+	order                                 LoopOrder
+	accDT                                 isa.DType
+	banks, groupBanks, groups             int64
+	evacuate                              Evacuation
+	transpose                             TransposeMode
+	doubleRow                             bool
+	dequantize                            DequantEngine
+	weightQueue                           int
+	psumK                                 bool
+	bSlots, bHead                         int64
+	aResident                             bool
+	groupBanksAvail, banksPerTile, tileEl int64
+}
+
+func (p *GEMMPlan) state() planState {
+	return planState{g: p.G, tn: p.TN, bm: p.BM, bn: p.BN, bk: p.BK, nbuf: p.NBuf, nres: p.NRes, order: p.Order, accDT: p.AccDT,
+		banks: p.Banks, groupBanks: p.GroupBanks, groups: p.Groups, evacuate: p.Evacuate, transpose: p.Transpose,
+		doubleRow: p.DoubleRow, dequantize: p.Dequantize, weightQueue: p.weightQueue, psumK: p.PSUMK,
+		bSlots: p.BSlots, bHead: p.BHead, aResident: p.AResident, groupBanksAvail: p.groupBanksAvail,
+		banksPerTile: p.banksPerTile, tileEl: p.tile}
+}
+
+// searchKey is one search's shared work: the target as it reads it, the
+// plan's state before the candidates vary it, and the evacuations and
+// dequantisation engines each candidate is estimated with.
+type searchKey struct {
+	target       targetKey
+	base         planState
+	evacs        [4]Evacuation
+	deqs         [8]DequantEngine
+	nEvac, nDeqs int
+}
+
+// candKey is what a candidate sets on the plan's state (GroupBanks and
+// Groups follow from the N block and the banks).
+type candKey struct {
+	acc            isa.DType
+	tr             TransposeMode
+	order          LoopOrder
+	ares, psumK    bool
+	nbuf, nres, gb int64
+	bn, bm, bk     int64
+}
+
+// searchWork is a search's estimators (by accumulation dtype) and its
+// candidates' total estimates (ns per evacuation and dequantisation
+// engine, at ests[at:at+n]). A search holds mu throughout.
+type searchWork struct {
+	mu         sync.Mutex
+	estimators map[isa.DType]*estimator
+	at         map[candKey]int32
+	ests       []float64
+	shared     bool
+}
+
+// searchWorkFor returns the work shared by searches of base with these
+// evacuations and engines on tg: the memo's, or a search's own without
+// one.
+func searchWorkFor(tg *sched.Target, base *GEMMPlan, evacs []Evacuation, deqs []DequantEngine) *searchWork {
+	if tg.Memo == nil || len(evacs) > 4 || len(deqs) > 8 {
+		return &searchWork{estimators: map[isa.DType]*estimator{}}
+	}
+	k := searchKey{target: keyOfTarget(tg), base: base.state(), nEvac: len(evacs), nDeqs: len(deqs)}
+	copy(k.evacs[:], evacs)
+	copy(k.deqs[:], deqs)
+	return tg.Memo.Get(k, func() any {
+		return &searchWork{estimators: map[isa.DType]*estimator{}, at: map[candKey]int32{}, shared: true}
+	}).(*searchWork)
+}
+
+// estimates gives a candidate's total estimates, estimated once.
+func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []Evacuation, deqs []DequantEngine, scratch []Estimate) []float64 {
+	n := len(evacs) * len(deqs)
+	if at, ok := w.at[k]; ok {
+		return w.ests[at : int(at)+n]
+	}
+	c.estimateEvacs(est, evacs, deqs, scratch)
+	if !w.shared {
+		w.ests = w.ests[:0] // (a search alone estimates each candidate once)
+	}
+	at := len(w.ests)
+	for _, e := range scratch[:n] {
+		w.ests = append(w.ests, e.TotalNs)
+	}
+	if w.shared {
+		w.at[k] = int32(at)
+	}
+	return w.ests[at : at+n]
+}

@@ -1,0 +1,74 @@
+package workloads
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/internal/memo"
+)
+
+// The plan search's memo (kernels/planmemo.go) gives every plan the search
+// gives alone: every preset, dtype, layout and awkward shape, at SBUF
+// sizes and HBM bandwidths a sweep would try, one memo shared by all of
+// them in two orders (SBUF varying fastest, then slowest), quantised
+// weights included.
+func TestPlanMemoGivesTheSamePlans(t *testing.T) {
+	type point struct{ sets []string }
+	var pts []point
+	for _, preset := range []string{"trn1", "inf2", "trn2", "trn3"} {
+		for _, shape := range [][3]int{{4096, 4096, 4096}, {3000, 5000, 2500}, {8, 4096, 14336}, {4096, 64, 4096}, {640, 2048, 4096}} {
+			for _, dt := range []string{"bf16", "fp32", "fp8e4"} {
+				for _, lay := range []string{"km", "mk"} {
+					for _, bw := range []string{"", "1000"} {
+						for _, sbuf := range []string{"", "96", "128", "176", "384"} {
+							sets := []string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
+								fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dt, "workload.gemm.a_layout=" + lay}
+							if sbuf != "" {
+								sets = append(sets, "hardware.core.sbuf.partition_kib="+sbuf)
+							}
+							if bw != "" {
+								sets = append(sets, "hardware.chip.hbm.bandwidth_gbps="+bw)
+							}
+							pts = append(pts, point{sets})
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, wdt := range []string{"int8", "fp8e4"} {
+		for _, sbuf := range []string{"", "128", "384"} {
+			pts = append(pts, point{[]string{"hardware.preset=trn2", "workload.gemm.m=16", "workload.gemm.k=4096", "workload.gemm.n=14336",
+				"workload.gemm.weights_dtype=" + wdt, "hardware.core.sbuf.partition_kib=" + map[string]string{"": "192"}[sbuf] + sbuf}})
+		}
+	}
+	if testing.Short() {
+		pts = pts[:len(pts)/4]
+	}
+	plan := func(sets []string, m *memo.Memo) string {
+		cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})
+		require.NoError(t, err, "%v", sets)
+		cfg.Memo = m
+		p, err := GEMMPlan(cfg)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprintf("%+v %v %v", *p, p.Choices(), p.Notes())
+	}
+	alone := make([]string, len(pts))
+	for i, p := range pts {
+		alone[i] = plan(p.sets, nil)
+	}
+	shared := memo.New()
+	for i, p := range pts {
+		require.Equal(t, alone[i], plan(p.sets, shared), "%v", p.sets)
+	}
+	shared = memo.New()
+	for i := len(pts) - 1; i >= 0; i-- {
+		require.Equal(t, alone[i], plan(pts[i].sets, shared), "%v (backwards)", pts[i].sets)
+	}
+	require.Positive(t, shared.Len())
+}

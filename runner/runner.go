@@ -488,8 +488,12 @@ func countStreams(prog *isa.Program) ([]int64, error) {
 // and, for a tile kernel, whose lowering is its schedule, the schedule's
 // summary as CheckTile gives it (every instruction generated and checked).
 func CheckLowering(cfg *configs.RunConfig) (*workloads.Info, string, error) {
+	if cfg.Workload.Kind != "tile" {
+		info, err := workloads.Check(cfg)
+		return info, "", err
+	}
 	prog, info, err := workloads.Lower(cfg)
-	if err != nil || cfg.Workload.Kind != "tile" {
+	if err != nil {
 		return info, "", err
 	}
 	summary, err := scheduleSummary(cfg, prog, info.Name)

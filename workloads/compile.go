@@ -208,6 +208,14 @@ func GEMMPlan(cfg *configs.RunConfig) (*kernels.GEMMPlan, error) {
 // lowerGEMM lowers C[M,N] = A[M,K] @ B[K,N] on one NeuronCore through the
 // GEMM kernel and the scheduler.
 func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
+	return gemm(cfg, false)
+}
+
+// gemm lowers cfg's GEMM, or with checkOnly checks that it lowers: the
+// plan, its kernel and its schedule (placement), without a program. The
+// check's kernel and schedule are shared through cfg.Memo by the configs
+// with the same plan and target (checkSchedule).
+func gemm(cfg *configs.RunConfig, checkOnly bool) (*isa.Program, *Info, error) {
 	g := cfg.Workload.GEMM
 	in, _ := isa.ParseDType(g.DType)
 	out, _ := isa.ParseDType(g.OutDType)
@@ -215,13 +223,22 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	k, err := plan.Kernel()
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := compile(cfg, k, gemmFit)
-	if err != nil {
-		return nil, nil, err
+	var prog *isa.Program
+	var cores int
+	if checkOnly {
+		if cores, err = checkSchedule(cfg, plan); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		k, err := plan.Kernel()
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := compile(cfg, k, gemmFit)
+		if err != nil {
+			return nil, nil, err
+		}
+		prog, cores = p.Program, len(p.Cores)
 	}
 	eb, wb := int64(in.Bytes()), int64(plan.G.BDType().Bytes())
 	batch := max(g.Batch, 1)
@@ -244,14 +261,73 @@ func lowerGEMM(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			name = fmt.Sprintf("bmm %dx%dx%dx%d %s", batch, g.M, g.K, g.N, in)
 		}
 	}
-	info := &Info{Name: name, Kind: "gemm", DType: in, FLOPs: flops, CoresUsed: len(p.Cores),
+	info := &Info{Name: name, Kind: "gemm", DType: in, FLOPs: flops, CoresUsed: cores,
 		Shape:       shape,
 		Ops:         []Op{{ID: 1, Name: "matmul", Kind: "matmul", FLOPs: flops}},
 		MinHBMBytes: batch*(g.M*g.K*eb+g.K*g.N*wb+g.M*g.N*int64(out.Bytes())) + scales,
 		Choices:     choices(plan.Choices()),
 		Notes:       plan.Notes()}
 	info.Choices = append(info.Choices, queueChoice(cfg))
-	return p.Program, info, nil
+	return prog, info, nil
+}
+
+// scheduleKey is what a GEMM plan's kernel and its schedule depend on: the
+// plan, the target but its HBM bandwidth (which the scheduler never reads,
+// only the plan search's estimates) and the scheduler's options.
+type scheduleKey struct {
+	plan   kernels.PlanKey
+	target sched.TargetKey
+	opts   sched.Options
+}
+
+// scheduled is a kernel's schedule as a check sees it: the cores it uses,
+// or the error making the kernel (or placing its ranks) gave, or the
+// scheduler's (before mapError names the user's fields).
+type scheduled struct {
+	cores               int
+	kernelErr, schedErr error
+}
+
+// checkSchedule makes and schedules plan's kernel for cfg and returns the
+// cores it uses, the work shared through cfg.Memo with configs of the same
+// key (a sweep's points that differ in HBM bandwidth, or in fields the
+// plan search chose the same plan for).
+func checkSchedule(cfg *configs.RunConfig, plan *kernels.GEMMPlan) (int, error) {
+	opts, err := schedOptions(cfg)
+	if err != nil {
+		if _, kerr := plan.Kernel(); kerr != nil {
+			return 0, kerr // (as lowerGEMM reports them: the kernel's error first)
+		}
+		return 0, err
+	}
+	tg := Target(cfg)
+	build := func() any {
+		k, err := plan.Kernel()
+		if err != nil {
+			return scheduled{kernelErr: err}
+		}
+		if err := k.CheckRanks(tg.Limits.Chips, tg.Limits.CoresPerChip); err != nil {
+			return scheduled{kernelErr: err}
+		}
+		p, err := sched.Compile(k, tg, opts)
+		if err != nil {
+			return scheduled{schedErr: err}
+		}
+		return scheduled{cores: len(p.Cores)}
+	}
+	var s scheduled
+	if tg.ChipHops != nil {
+		s = build().(scheduled) // (routes between chips are not in the key)
+	} else {
+		s = cfg.Memo.Get(scheduleKey{plan: plan.Key(), target: tg.Key().WithoutHBMBandwidth(), opts: opts}, build).(scheduled)
+	}
+	if s.kernelErr != nil {
+		return 0, s.kernelErr
+	}
+	if s.schedErr != nil {
+		return 0, mapError(cfg, s.schedErr, gemmFit)
+	}
+	return s.cores, nil
 }
 
 func choices(cs []kernels.Choice) []Choice {

@@ -79,6 +79,19 @@ func Lower(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	return prog, info, InlineError(cfg, err)
 }
 
+// Check lowers cfg's workload as Lower does and returns what Lower would
+// report, without keeping a program: what trnsim check and a sweep's
+// check of its points need. A GEMM's kernel is made and scheduled once
+// per plan and target, shared through cfg.Memo (checkSchedule).
+func Check(cfg *configs.RunConfig) (*Info, error) {
+	if cfg.Workload.Kind == "gemm" {
+		_, info, err := gemm(cfg, true)
+		return info, InlineError(cfg, err)
+	}
+	_, info, err := Lower(cfg)
+	return info, err
+}
+
 // InlineError relocates an error located in the text of an inline kernel
 // ("workload.tile.source:2:5: ...") to where that text is in the config
 // file, when it is a literal block there ("run.yaml:9:11:

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,4 +72,54 @@ func TestPlanMemoGivesTheSamePlans(t *testing.T) {
 		require.Equal(t, alone[i], plan(pts[i].sets, shared), "%v (backwards)", pts[i].sets)
 	}
 	require.Positive(t, shared.Len())
+}
+
+// Check, with the kernel's schedule shared through a memo, reports what
+// Lower reports (the plan's choices and notes, the cores, the error and
+// the field it names) for every preset and dtype at awkward shapes,
+// SBUF sizes too small for any plan, HBM bandwidths and lowering options
+// given, bad ones included.
+func TestCheckGivesWhatLowerGives(t *testing.T) {
+	shared := memo.New()
+	n, errs := 0, map[string]int{}
+	for _, preset := range []string{"trn1", "inf2", "trn2", "trn3"} {
+		for _, shape := range [][3]int{{4096, 4096, 4096}, {3000, 5000, 2500}, {8, 4096, 14336}, {1 << 20, 8192, 8192}} {
+			for _, dt := range []string{"bf16", "fp8e4"} {
+				for _, extra := range [][]string{nil, {"workload.gemm.a_layout=mk"}, {"workload.lowering.block_m=384", "workload.lowering.buffers=3"},
+					{"workload.lowering.block_k=100"}, {"workload.lowering.dma_queues=2"}, {"workload.lowering.dge=hardware"}} {
+					for _, sbuf := range []string{"", "8", "96"} {
+						for _, bw := range []string{"", "1000", "4000"} {
+							sets := append([]string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
+								fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dt}, extra...)
+							if sbuf != "" {
+								sets = append(sets, "hardware.core.sbuf.partition_kib="+sbuf)
+							}
+							if bw != "" {
+								sets = append(sets, "hardware.chip.hbm.bandwidth_gbps="+bw)
+							}
+							cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})
+							if err != nil {
+								continue // (a value the config layer refuses)
+							}
+							_, want, wantErr := Lower(cfg)
+							cfg.Memo = shared
+							got, gotErr := Check(cfg)
+							if wantErr != nil {
+								require.EqualError(t, gotErr, wantErr.Error(), "%v", sets)
+								errs[strings.SplitN(wantErr.Error(), ":", 2)[0]]++
+								continue
+							}
+							require.NoError(t, gotErr, "%v", sets)
+							require.Equal(t, want, got, "%v", sets)
+							n++
+						}
+					}
+				}
+			}
+		}
+	}
+	require.Greater(t, n, 100)
+	require.Positive(t, shared.Len())
+	t.Logf("%d lowered, errors by field %v", n, errs)
+	require.Len(t, errs, 3, "too small an SBUF, a bad block_k, huge shapes")
 }

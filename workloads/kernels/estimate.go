@@ -617,18 +617,25 @@ func (p *GEMMPlan) lowerBoundNs(e *estimator) float64 {
 	return fmax(busy, fmax(tensor, fmax(dma, evac))) + rest
 }
 
-// boundExceeds reports whether lowerBoundNs is above limit, without the
-// p-norm's root: the busy part exceeds what the limit leaves when its
-// largest load does, or when the sum of the loads' fifth powers exceeds
-// that part's (the root is monotonic).
+// boundExceeds reports whether lowerBoundNs is above limit.
 func (p *GEMMPlan) boundExceeds(e *estimator, limit float64) bool {
-	tensor, dma, evac, rest := p.boundParts(e)
-	left := limit - rest
-	if left < 0 || fmax(tensor, fmax(dma, evac)) > left {
-		return true
+	return partsExceed(limit)(p.boundParts(e))
+}
+
+// partsExceed returns the test of whether a bound of these parts is above
+// limit, without the p-norm's root: the busy part exceeds what the limit
+// leaves when its largest load does, or when the sum of the loads' fifth
+// powers exceeds that part's (the root is monotonic). It is monotonic in
+// every part, so parts at most another's exceed only if those do.
+func partsExceed(limit float64) func(tensor, dma, evac, rest float64) bool {
+	return func(tensor, dma, evac, rest float64) bool {
+		left := limit - rest
+		if left < 0 || fmax(tensor, fmax(dma, evac)) > left {
+			return true
+		}
+		pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
+		return pow(tensor)+pow(dma)+pow(evac) > pow(left)
 	}
-	pow := func(x float64) float64 { x2 := x * x; return x2 * x2 * x } // x^ContentionNorm
-	return pow(tensor)+pow(dma)+pow(evac) > pow(left)
 }
 
 // boundParts returns lowerBoundNs's loads (TensorE's least time, the HBM
@@ -636,28 +643,8 @@ func (p *GEMMPlan) boundExceeds(e *estimator, limit float64) bool {
 // least) and the fill and last store beside them.
 func (p *GEMMPlan) boundParts(e *estimator) (tensor, dma, evac, rest float64) {
 	g := p.G
-	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
-	wb := float64(g.BDType().Bytes())
-	lat := e.tg.DMAStartNs + e.tg.DMACompletionNs
-	bm, bn, k1 := min(p.BM, g.M), min(p.BN, g.N), min(p.BK, g.K)
-	fill := (float64(k1*bm)*eb+float64(k1*bn)*wb)/e.bw + lat
-	store := float64(bm*bn)*outB/e.bw + lat
-	dr := 0
-	if p.DoubleRow {
-		dr = 1
-	}
-	nBN := float64(ceilDiv(g.N, p.BN))
-	tensor = e.mmNs[dr] + nBN*e.lsNs[dr]
-	// dmaBytes in floating point: A once or per N block, B once (nkm) or
-	// per M block, C once.
-	aReads, bReads := nBN, float64(ceilDiv(g.M, p.BM))
-	if p.aResFor(p.Order, p.BM) {
-		aReads = 1
-	}
-	if p.Order == OrderNKM {
-		bReads = 1
-	}
-	dma = (e.aBytes*aReads + e.bBytes*bReads + e.cBytes + float64(p.scaleHBMBytes())) / e.bw
+	outB := float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
+	tensor, dma, rest = p.blocksBound(e, p.Order, p.BN, p.BM, min(p.BK, g.K), outB)
 	res, adds := 0, 0.0
 	if !p.kOnce() {
 		res = 1
@@ -667,7 +654,51 @@ func (p *GEMMPlan) boundParts(e *estimator) (tensor, dma, evac, rest float64) {
 	// ScalarE or both, so the busier of the two has at least half of the
 	// adds and the cheaper copies.
 	evac = fmax(adds, (adds+min(e.copyVNs[res], e.copySNs[res]))/2)
-	return tensor, dma, evac, fill + store
+	return tensor, dma, evac, rest
+}
+
+// anyKBoundExceeds reports whether boundExceeds holds for this plan with
+// every K block at once, given order, N and M blocks (and the plan's A
+// residence), the smallest K block being bkMin: its parts are at most
+// each K block's (TensorE's time and the HBM bytes do not depend on the K
+// block; the evacuations take at least half the cheapest copy; the fill
+// is least with the smallest K block and the store with results in C's
+// dtype), so the search skips all those K blocks when it holds.
+func (p *GEMMPlan) anyKBoundExceeds(e *estimator, limit float64, order LoopOrder, bn, bm, bkMin int64) bool {
+	tensor, dma, rest := p.blocksBound(e, order, bn, bm, min(bkMin, p.G.K), float64(p.G.Out.Bytes()))
+	evac := min(e.copyVNs[0], e.copySNs[0], e.copyVNs[1], e.copySNs[1]) / 2
+	return partsExceed(limit)(tensor, dma, evac, rest)
+}
+
+// blocksBound returns TensorE's least time, the HBM bytes at the DMA
+// engines' bandwidth and the fill and last store of a plan with this
+// order and these blocks (k1: the first K block's rows; outB: a result
+// element's bytes).
+func (p *GEMMPlan) blocksBound(e *estimator, order LoopOrder, bn, bm, k1 int64, outB float64) (tensor, dma, rest float64) {
+	g := p.G
+	eb := float64(g.In.Bytes())
+	wb := float64(g.BDType().Bytes())
+	lat := e.tg.DMAStartNs + e.tg.DMACompletionNs
+	bm, bn = min(bm, g.M), min(bn, g.N)
+	fill := (float64(k1*bm)*eb+float64(k1*bn)*wb)/e.bw + lat
+	store := float64(bm*bn)*outB/e.bw + lat
+	dr := 0
+	if p.DoubleRow {
+		dr = 1
+	}
+	nBN := float64(ceilDiv(g.N, bn))
+	tensor = e.mmNs[dr] + nBN*e.lsNs[dr]
+	// dmaBytes in floating point: A once or per N block, B once (nkm) or
+	// per M block, C once.
+	aReads, bReads := nBN, float64(ceilDiv(g.M, bm))
+	if p.aResFor(order, bm) {
+		aReads = 1
+	}
+	if order == OrderNKM {
+		bReads = 1
+	}
+	dma = (e.aBytes*aReads + e.bBytes*bReads + e.cBytes + float64(p.scaleHBMBytes())) / e.bw
+	return tensor, dma, fill + store
 }
 
 // estimate returns the plan's analytic time (see estimateEvacs).

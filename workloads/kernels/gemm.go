@@ -727,6 +727,9 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 									continue // A resident takes one M block in nkm
 								}
 								p.AResident = ares
+								if best != nil && p.anyKBoundExceeds(est, minNs*(1+tieFraction), order, bn, bm, bks[0]) {
+									continue // no K block's loads alone beat the best plan (bks is sorted)
+								}
 								for _, nres := range nress {
 									// The biggest K block that fits, the even splits of K
 									// and the powers of two below it compete (small blocks

@@ -16,31 +16,6 @@ import (
 // through the target's memo. The plans are those each search makes alone
 // (TestPlanMemoGivesTheSamePlans).
 
-// targetKey is a target as the plan search reads it: every field but the
-// SBUF size, the routes between chips (which no plan reads) and the memo.
-type targetKey struct {
-	name                                 string
-	limits                               isa.Limits
-	cost                                 *isa.CostModel
-	clockGHz                             [isa.NumEngines]float64
-	dmaEngineGBps, dmaStartNs, dmaDoneNs float64
-	hbmBytes                             int64
-	qosClasses                           int
-	hbmGBps, transposeEff                float64
-	backgroundLS                         bool
-	descNs                               float64
-	descMaxBytes                         int64
-}
-
-func keyOfTarget(tg *sched.Target) targetKey {
-	lim := *tg.Limits
-	lim.SBUFPartitionBytes = 0
-	return targetKey{name: tg.Name, limits: lim, cost: tg.Cost, clockGHz: tg.ClockGHz,
-		dmaEngineGBps: tg.DMAEngineGBps, dmaStartNs: tg.DMAStartNs, dmaDoneNs: tg.DMACompletionNs,
-		hbmBytes: tg.HBMBytes, qosClasses: tg.DMAQoSClasses, hbmGBps: tg.HBMGBps, transposeEff: tg.DMATransposeEfficiency,
-		backgroundLS: tg.BackgroundLoadStationary, descNs: tg.DMADescriptorNs, descMaxBytes: tg.DMADescriptorMaxBytes}
-}
-
 // planState is a plan's every field but the report's (which fields the
 // search chose, its op id): what an estimate may read.
 type planState struct {
@@ -60,6 +35,16 @@ type planState struct {
 	groupBanksAvail, banksPerTile, tileEl int64
 }
 
+// PlanKey is a plan as one comparable value: every field its kernel is
+// made from (Kernel), for work shared through a memo.
+type PlanKey struct {
+	state planState
+	opID  int32
+}
+
+// Key returns the plan's key.
+func (p *GEMMPlan) Key() PlanKey { return PlanKey{state: p.state(), opID: p.opID} }
+
 func (p *GEMMPlan) state() planState {
 	return planState{g: p.G, tn: p.TN, bm: p.BM, bn: p.BN, bk: p.BK, nbuf: p.NBuf, nres: p.NRes, order: p.Order, accDT: p.AccDT,
 		banks: p.Banks, groupBanks: p.GroupBanks, groups: p.Groups, evacuate: p.Evacuate, transpose: p.Transpose,
@@ -72,7 +57,7 @@ func (p *GEMMPlan) state() planState {
 // plan's state before the candidates vary it, and the evacuations and
 // dequantisation engines each candidate is estimated with.
 type searchKey struct {
-	target       targetKey
+	target       sched.TargetKey
 	base         planState
 	evacs        [4]Evacuation
 	deqs         [8]DequantEngine
@@ -108,7 +93,7 @@ func searchWorkFor(tg *sched.Target, base *GEMMPlan, evacs []Evacuation, deqs []
 	if tg.Memo == nil || len(evacs) > 4 || len(deqs) > 8 {
 		return &searchWork{estimators: map[isa.DType]*estimator{}}
 	}
-	k := searchKey{target: keyOfTarget(tg), base: base.state(), nEvac: len(evacs), nDeqs: len(deqs)}
+	k := searchKey{target: tg.Key().WithoutSBUF(), base: base.state(), nEvac: len(evacs), nDeqs: len(deqs)}
 	copy(k.evacs[:], evacs)
 	copy(k.deqs[:], deqs)
 	return tg.Memo.Get(k, func() any {

@@ -82,6 +82,46 @@ type Target struct {
 	Memo *memo.Memo
 }
 
+// TargetKey is a target's every field but the chip routes and the memo,
+// as one comparable value: what work shared through the memo is keyed on
+// (a plan, the schedule of a kernel), less the fields that work does not
+// read.
+type TargetKey struct {
+	name                                 string
+	limits                               isa.Limits
+	cost                                 *isa.CostModel
+	clockGHz                             [isa.NumEngines]float64
+	dmaEngineGBps, dmaStartNs, dmaDoneNs float64
+	hbmBytes                             int64
+	qosClasses                           int
+	hbmGBps, transposeEff                float64
+	backgroundLS                         bool
+	descNs                               float64
+	descMaxBytes                         int64
+}
+
+// Key returns the target's key.
+func (t *Target) Key() TargetKey {
+	return TargetKey{name: t.Name, limits: *t.Limits, cost: t.Cost, clockGHz: t.ClockGHz,
+		dmaEngineGBps: t.DMAEngineGBps, dmaStartNs: t.DMAStartNs, dmaDoneNs: t.DMACompletionNs,
+		hbmBytes: t.HBMBytes, qosClasses: t.DMAQoSClasses, hbmGBps: t.HBMGBps, transposeEff: t.DMATransposeEfficiency,
+		backgroundLS: t.BackgroundLoadStationary, descNs: t.DMADescriptorNs, descMaxBytes: t.DMADescriptorMaxBytes}
+}
+
+// WithoutSBUF is the key with the SBUF size left out.
+func (k TargetKey) WithoutSBUF() TargetKey {
+	k.limits.SBUFPartitionBytes = 0
+	return k
+}
+
+// WithoutHBMBandwidth is the key with the HBM bandwidth left out: the
+// scheduler never reads it (TestCompileNeverReadsHBMBandwidth); only the
+// kernels' estimates do.
+func (k TargetKey) WithoutHBMBandwidth() TargetKey {
+	k.hbmGBps = 0
+	return k
+}
+
 // Options are the scheduler's own choices that a config may set.
 type Options struct {
 	// QueuesPerEngine is how many DMA queues each triggering engine

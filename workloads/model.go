@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/trnsim/trnsim/configs"
-	"github.com/trnsim/trnsim/internal/memo"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/graph"
 	"github.com/trnsim/trnsim/workloads/lowergraph"
@@ -179,12 +178,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return nil, nil, cfg.FieldError(field, "the model does not fit %s: %s of weights, KV cache and activations against %s (%s over%s)",
 			where, sizeGiB(need), sizeGiB(mi.HBMCapacityBytes), sizeGiB(need-mi.HBMCapacityBytes), hint)
 	}
-	tg := Target(cfg)
-	if tg.Memo == nil {
-		// (The layers plan the same Linears: one search's estimates serve
-		// the others.)
-		tg.Memo = memo.New()
-	}
+	tg := graphTarget(cfg)
 	name := cfg.Workload.Name
 	if name == "" {
 		name = fmt.Sprintf("%s %s", c.Name, m.Mode)

@@ -80,7 +80,7 @@ func lowerOp(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.op", "%v", err)
 	}
-	res, err := lowergraph.Lower(g, Target(cfg), o.Name, lowergraph.Options{})
+	res, err := lowergraph.Lower(g, graphTarget(cfg), o.Name, lowergraph.Options{})
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.op", "%v", err)
 	}

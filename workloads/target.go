@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"github.com/trnsim/trnsim/configs"
+	"github.com/trnsim/trnsim/internal/memo"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/sched"
 )
@@ -33,6 +34,18 @@ func Target(cfg *configs.RunConfig) *sched.Target {
 	t.ClockGHz[isa.EngineGpSimd] = co.GpSimd.ClockGHz
 	t.ClockGHz[isa.EngineSync] = co.Sync.ClockGHz
 	t.ChipHops, t.ChipLatencyNs = chipRoutes(h)
+	return t
+}
+
+// graphTarget is Target for a graph lowering, with a memo of its own when
+// cfg has none, so that its ops share the plan search's work (a Linear
+// planned with and without its prefetch share, the same Linear in every
+// layer).
+func graphTarget(cfg *configs.RunConfig) *sched.Target {
+	t := Target(cfg)
+	if t.Memo == nil {
+		t.Memo = memo.New()
+	}
 	return t
 }
 

@@ -424,27 +424,80 @@ func fmtNum(v reflect.Value) string {
 }
 
 // walkLeaves calls fn for every leaf field of a value with its dotted path
-// and its `check` rule, in declaration order.
+// and its `check` rule, in declaration order: the yaml-tagged exported
+// fields of structs, followed through pointers that are not nil, except
+// structs that decode themselves.
 func walkLeaves(v reflect.Value, path, rule string, fn func(path string, v reflect.Value, rule string)) {
-	switch v.Kind() {
+	leafPlanOf(v.Type(), path, rule).walk(v, fn)
+}
+
+// leafPlan is walkLeaves' walk of one type at one path, worked out once:
+// the paths and rules of a type's fields never change, and a config's
+// hardware alone has a few hundred leaves, checked at every load.
+type leafPlan struct {
+	path, rule string
+	// ptr: the type is a pointer, followed (when not nil) to the plan of
+	// what it points to, looked up when first reached (a type may hold
+	// pointers to itself).
+	ptr bool
+	// fields are a struct's (nil with leaf false: one that decodes
+	// itself, or has no fields).
+	fields []leafField
+	leaf   bool
+}
+
+type leafField struct {
+	index int
+	plan  *leafPlan
+}
+
+type leafPlanKey struct {
+	t          reflect.Type
+	path, rule string
+}
+
+// leafPlans memoises leafPlanOf, as fieldsByType does structFields.
+var leafPlans sync.Map // leafPlanKey -> *leafPlan
+
+func leafPlanOf(t reflect.Type, path, rule string) *leafPlan {
+	key := leafPlanKey{t, path, rule}
+	if p, ok := leafPlans.Load(key); ok {
+		return p.(*leafPlan)
+	}
+	p := &leafPlan{path: path, rule: rule}
+	switch t.Kind() {
+	case reflect.Pointer:
+		p.ptr = true
 	case reflect.Struct:
-		if v.Addr().Type().Implements(nodeDecoderType) {
-			return
+		if reflect.PointerTo(t).Implements(nodeDecoderType) {
+			break
 		}
-		t := v.Type()
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			tag := f.Tag.Get("yaml")
 			if tag == "" || tag == "-" || !f.IsExported() {
 				continue
 			}
-			walkLeaves(v.Field(i), joinPath(path, strings.Split(tag, ",")[0]), f.Tag.Get("check"), fn)
-		}
-	case reflect.Pointer:
-		if !v.IsNil() {
-			walkLeaves(v.Elem(), path, rule, fn)
+			p.fields = append(p.fields, leafField{i, leafPlanOf(f.Type, joinPath(path, strings.Split(tag, ",")[0]), f.Tag.Get("check"))})
 		}
 	default:
-		fn(path, v, rule)
+		p.leaf = true
+	}
+	q, _ := leafPlans.LoadOrStore(key, p)
+	return q.(*leafPlan)
+}
+
+func (p *leafPlan) walk(v reflect.Value, fn func(path string, v reflect.Value, rule string)) {
+	switch {
+	case p.leaf:
+		fn(p.path, v, p.rule)
+	case p.ptr:
+		if !v.IsNil() {
+			leafPlanOf(v.Type().Elem(), p.path, p.rule).walk(v.Elem(), fn)
+		}
+	default:
+		for _, f := range p.fields {
+			f.plan.walk(v.Field(f.index), fn)
+		}
 	}
 }

@@ -38,14 +38,7 @@ type LoadOptions struct {
 
 // Load reads, resolves and validates a run config file.
 func Load(path string, opts LoadOptions) (*RunConfig, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
-		return nil, fmt.Errorf("%s: cannot read: %v", path, unwrapPathError(err))
-	}
-	return LoadBytes(data, path, opts)
+	return ReadBase(path).Load(opts)
 }
 
 func unwrapPathError(err error) error {
@@ -79,7 +72,60 @@ func DefaultConfigYAML() string {
 var sectionNames = []string{"hardware", "workload", "parallel", "outputs", "cost"}
 
 // LoadBytes resolves a run config given as bytes; file names it in errors.
-func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err error) {
+func LoadBytes(data []byte, file string, opts LoadOptions) (*RunConfig, error) {
+	return ParseBase(data, file).Load(opts)
+}
+
+// Base is a run config's text parsed once, to be resolved any number of
+// times with different overrides (a sweep's points, each the same base
+// with its own --set values): Load gives what LoadBytes of the same text
+// gives, the config, its sources and its errors alike, without parsing the
+// text again. Its Load may be called from several goroutines at once: the
+// parsed text is only read, and the memo of --set values is a sync.Map.
+type Base struct {
+	file string
+	root *yaml.Node // nil: an empty document
+	err  error      // the text's parse error, returned by every Load
+	// values memoises parseSets' parse of each --set value (a string to
+	// its *yaml.Node, which nothing writes to): a sweep's points repeat
+	// the few values of each axis.
+	values sync.Map
+}
+
+// ParseBase parses a run config's text; file names it in errors. A text
+// that does not parse gives a Base whose Load returns the error.
+func ParseBase(data []byte, file string) *Base {
+	b := &Base{file: file}
+	func() {
+		// The YAML library is not ours: turn any panic into an error rather
+		// than a stack trace.
+		defer func() {
+			if r := recover(); r != nil {
+				b.root, b.err = nil, &Error{File: file, Msg: fmt.Sprintf("cannot parse: %v", r)}
+			}
+		}()
+		b.root, b.err = parseYAML(data, file)
+	}()
+	return b
+}
+
+// ReadBase reads and parses a run config file; a file that cannot be read
+// gives a Base whose Load returns Load's error for it.
+func ReadBase(path string) *Base {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return &Base{file: path, err: fmt.Errorf("%s: no such file", path)}
+		}
+		return &Base{file: path, err: fmt.Errorf("%s: cannot read: %v", path, unwrapPathError(err))}
+	}
+	return ParseBase(data, path)
+}
+
+// Load resolves and validates the base with opts applied, as LoadBytes
+// does.
+func (b *Base) Load(opts LoadOptions) (cfg *RunConfig, err error) {
+	file := b.file
 	defer func() {
 		// The YAML library is not ours: turn any panic into an error rather
 		// than a stack trace.
@@ -92,10 +138,16 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 			ce.Set = findSet(opts.Sets, ce.Path)
 		}
 	}()
-	root, err := parseYAML(data, file)
-	if err != nil {
-		return nil, err
+	if b.err != nil {
+		// Each caller gets its own copy (the deferred call above may
+		// write to it).
+		if ce, ok := b.err.(*Error); ok {
+			c := *ce
+			return nil, &c
+		}
+		return nil, b.err
 	}
+	root := b.root
 	if root == nil {
 		root = &yaml.Node{Kind: yaml.MappingNode, Line: 1, Column: 1}
 	}
@@ -118,7 +170,7 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 		}
 		sections[kv[0].Value] = kv[1]
 	}
-	setLayer, err := parseSets(opts.Sets)
+	setLayer, err := parseSets(opts.Sets, b.setValue)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +235,8 @@ func LoadBytes(data []byte, file string, opts LoadOptions) (cfg *RunConfig, err 
 	}
 	cfg.Hardware = *hw
 	chipsPerNode := hw.Chips
-	for k, v := range hwSources {
-		cfg.Sources[k] = v
+	if len(hwSources) > 0 {
+		cfg.Sources = maps.Clone(hwSources)
 	}
 	decodeLayer := func(dec *decoder, n *yaml.Node, name string, into any) error {
 		if n == nil {
@@ -313,8 +365,25 @@ func childOf(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// parseSets turns "a.b.c=value" strings into a YAML mapping tree.
-func parseSets(sets []string) (*yaml.Node, error) {
+// setValue parses a --set value as YAML (a string when it does not
+// parse), once per Base: the node it returns is shared, read only.
+func (b *Base) setValue(val string) *yaml.Node {
+	if n, ok := b.values.Load(val); ok {
+		return n.(*yaml.Node)
+	}
+	var vn yaml.Node
+	if err := yaml.Unmarshal([]byte(val), &vn); err != nil || len(vn.Content) == 0 {
+		vn = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}}}
+	}
+	leaf := vn.Content[0]
+	leaf.Line, leaf.Column = 0, 0
+	n, _ := b.values.LoadOrStore(val, leaf)
+	return n.(*yaml.Node)
+}
+
+// parseSets turns "a.b.c=value" strings into a YAML mapping tree, each
+// value parsed by value.
+func parseSets(sets []string, value func(string) *yaml.Node) (*yaml.Node, error) {
 	if len(sets) == 0 {
 		return nil, nil
 	}
@@ -329,12 +398,7 @@ func parseSets(sets []string) (*yaml.Node, error) {
 		if !contains(sectionNames, keys[0]) {
 			return nil, &Error{File: SetFile, Set: s, Path: path, Msg: fmt.Sprintf("unknown section %q (sections: %s)", keys[0], strings.Join(sectionNames, ", "))}
 		}
-		var vn yaml.Node
-		if err := yaml.Unmarshal([]byte(val), &vn); err != nil || len(vn.Content) == 0 {
-			vn = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}}}
-		}
-		leaf := vn.Content[0]
-		leaf.Line, leaf.Column = 0, 0
+		leaf := value(val)
 		cur := root
 		for i, k := range keys {
 			if k == "" {

@@ -478,8 +478,11 @@ func (c *RunConfig) checkLoweringUse() error {
 	v := reflect.ValueOf(c.Workload.Lowering)
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
+		if v.Field(i).IsZero() {
+			continue
+		}
 		name := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-		if v.Field(i).IsZero() || (listed && contains(reads, name)) || (!listed && !contains(loweringNotRead[kind], name)) {
+		if (listed && contains(reads, name)) || (!listed && !contains(loweringNotRead[kind], name)) {
 			continue
 		}
 		why := "it reads " + strings.Join(reads, ", ")

@@ -298,27 +298,36 @@ type CoreDMAReport struct {
 // ConfigHash returns a hash of the resolved config: the hardware (with its
 // cost table) and the workload. Two runs with the same hash simulate the
 // same thing.
+// (ConfigHasher computes the same hash, faster for a series of configs.)
 func ConfigHash(cfg *configs.RunConfig) string {
-	// The parallel plan joins the hash only when it is not the default,
-	// so that configs without one keep the ids they always had.
-	var par *configs.Parallel
-	if p := cfg.Parallel; p.Ranks() > 1 || (p.CollectiveAlgorithm != "" && p.CollectiveAlgorithm != "auto") {
-		par = &p
-	}
-	// The user's prices likewise (they change the cost figures).
-	var prices map[string]float64
-	if len(cfg.Pricing.Prices.Values) > 0 {
-		prices = cfg.Pricing.Prices.Values
-	}
 	data, _ := json.Marshal(struct {
 		H  configs.Hardware
 		C  any
 		W  configs.Workload
 		P  *configs.Parallel  `json:",omitempty"`
 		Pr map[string]float64 `json:",omitempty"`
-	}{cfg.Hardware, cfg.Costs, cfg.Workload, par, prices})
+	}{cfg.Hardware, cfg.Costs, cfg.Workload, hashedParallel(cfg), hashedPrices(cfg)})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
+}
+
+// hashedParallel is the parallel plan ConfigHash hashes: it joins the
+// hash only when it is not the default, so that configs without one keep
+// the ids they always had (nil: left out).
+func hashedParallel(cfg *configs.RunConfig) *configs.Parallel {
+	if p := cfg.Parallel; p.Ranks() > 1 || (p.CollectiveAlgorithm != "" && p.CollectiveAlgorithm != "auto") {
+		return &p
+	}
+	return nil
+}
+
+// hashedPrices are the user's prices ConfigHash hashes, likewise only
+// when given (they change the cost figures; nil: left out).
+func hashedPrices(cfg *configs.RunConfig) map[string]float64 {
+	if len(cfg.Pricing.Prices.Values) > 0 {
+		return cfg.Pricing.Prices.Values
+	}
+	return nil
 }
 
 func pct(a, b float64) float64 {

@@ -42,6 +42,10 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 	// (The points' lowerings share what they repeat: the GEMM plan
 	// search's estimates across SBUF sizes, for one.)
 	shared := memo.New()
+	// (And their configs are the base's text, parsed once.)
+	base := s.parseBase()
+	// (And the ids the encodings of the cost tables they share.)
+	var hasher report.ConfigHasher
 	var wg sync.WaitGroup
 	for w := 0; w < max(jobs, 1); w++ {
 		wg.Add(1)
@@ -49,7 +53,7 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 			defer wg.Done()
 			for i := range next {
 				p := pts[i]
-				cfg, err := s.LoadPoint(p)
+				cfg, err := s.loadPoint(base, p)
 				if err == nil {
 					cfg.Memo = shared
 					err = check(cfg)
@@ -58,7 +62,7 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 					errs[i] = fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
 					continue
 				}
-				h, err := pointHash(cfg)
+				h, err := pointHash(cfg, &hasher)
 				if err != nil {
 					errs[i] = fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
 					continue
@@ -88,8 +92,9 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 
 // pointHash is the hash of a point's resolved config with the files it
 // reads (a tile kernel, an assembly program, a model's config.json) replaced by the hash of their
-// contents, so that shards run from different folders agree.
-func pointHash(cfg *configs.RunConfig) (string, error) {
+// contents, so that shards run from different folders agree: the
+// ConfigHash of that config, by hasher.
+func pointHash(cfg *configs.RunConfig, hasher *report.ConfigHasher) (string, error) {
 	c := *cfg
 	w := c.Workload
 	content := func(path string) (string, error) {
@@ -125,7 +130,7 @@ func pointHash(cfg *configs.RunConfig) (string, error) {
 		mc.HFConfig, w.Model = h, &mc
 	}
 	c.Workload = w
-	return report.ConfigHash(&c), nil
+	return hasher.Hash(&c), nil
 }
 
 // check lowers cfg's workload and fits it, as `trnsim check` does.

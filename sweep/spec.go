@@ -351,11 +351,23 @@ func inlineText(data []byte, line, column, end int) []byte {
 
 // LoadPoint loads the base config with the point's values set.
 func (s *Spec) LoadPoint(p Point) (*configs.RunConfig, error) {
-	opts := configs.LoadOptions{Sets: s.Sets(p)}
+	return s.loadPoint(s.parseBase(), p)
+}
+
+// parseBase reads and parses the base config, once for all the points
+// that loadPoint derives from it.
+func (s *Spec) parseBase() *configs.Base {
 	if s.BaseInline != nil {
-		return configs.LoadBytes(s.BaseInline, s.File, opts)
+		return configs.ParseBase(s.BaseInline, s.File)
 	}
-	return configs.Load(s.Base, opts)
+	return configs.ReadBase(s.Base)
+}
+
+// loadPoint resolves base (parseBase's) with the point's values set: the
+// config, sources and errors that loading the base's file afresh with them
+// gives.
+func (s *Spec) loadPoint(base *configs.Base, p Point) (*configs.RunConfig, error) {
+	return base.Load(configs.LoadOptions{Sets: s.Sets(p)})
 }
 
 // LoadInlineBase loads the base: given inline in the sweep file at path,

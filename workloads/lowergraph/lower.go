@@ -69,6 +69,10 @@ type lowering struct {
 	// them if it fits beside them (prefetch.go).
 	lastStart int
 	lastSBUF  int64
+	// kernels are the kernels inlined so far, in program order (the last
+	// one's start and SBUF are lastStart and lastSBUF): how far back a
+	// Linear's weight prefetch may move (prefetch.go).
+	kernels []inlined
 	// slotTurn is the SBUF region the next prefetched weight slots take
 	// (prefetch.go).
 	slotTurn int
@@ -199,30 +203,63 @@ func (l *lowering) alias(out, in *graph.Tensor) {
 	l.store[out] = l.tensor2D(in)
 }
 
-// inline adds a kernel for the current op.
-func (l *lowering) inline(k *tile.Kernel, bind map[string]*tile.Tile) error {
-	return l.inlineHead(k, bind, 0)
+// inlined is a kernel inlined into the body: where its statements begin
+// (the statements up to the next kernel's are its own, any collective
+// after them included, and prefetches moved before later kernels), the
+// SBUF per partition its unpinned tiles take at most, and the slot
+// region its weights' slots are pinned in (-1: none).
+type inlined struct {
+	start  int
+	sbuf   int64
+	region int
 }
 
-// inlineHead adds a kernel for the current op whose first head
-// statements prefetch its weights (kernels.GEMMPlan.HeadStmts): they move
-// before the last kernel inlined, whose work then hides their loads.
-func (l *lowering) inlineHead(k *tile.Kernel, bind map[string]*tile.Tile, head int) error {
+// inline adds a kernel for the current op.
+func (l *lowering) inline(k *tile.Kernel, bind map[string]*tile.Tile) error {
+	return l.inlineHead(k, bind, hoist{region: -1})
+}
+
+// inlineHead adds a kernel for the current op whose first statements
+// prefetch what depends on nothing the work before computes
+// (kernels.GEMMPlan.HeadStmts, AResidentStmts): they move before the
+// kernels inlined last, whose work then hides their loads (h).
+func (l *lowering) inlineHead(k *tile.Kernel, bind map[string]*tile.Tile, h hoist) error {
 	l.inlined++
 	sbuf := sbufFootprint(k)
 	n0 := len(l.k.Body)
 	if err := l.k.Root().Inline(k, fmt.Sprintf("op%d_k%d_", l.id, l.inlined), bind); err != nil {
 		return fmt.Errorf("internal error: %s: %w", l.op.Name, err)
 	}
-	if head > 0 && head <= len(l.k.Body)-n0 {
-		body := l.k.Body
-		moved := append([]tile.Stmt(nil), body[n0:n0+head]...)
-		copy(body[l.lastStart+head:n0+head], body[l.lastStart:n0])
-		copy(body[l.lastStart:], moved)
-		n0 += head
+	if h.head+h.aRes > 0 && h.head+h.aRes <= len(l.k.Body)-n0 {
+		// A resident A's loads before the last kernel, then the weights'
+		// head before the kernels from h.at on.
+		l.move(n0+h.head, h.aRes, l.lastStart)
+		l.move(n0+h.aRes, h.head, h.at)
+		n0 += h.head + h.aRes
 	}
+	l.kernels = append(l.kernels, inlined{start: n0, sbuf: sbuf, region: h.region})
 	l.lastStart, l.lastSBUF = n0, sbuf
 	return nil
+}
+
+// move moves the n statements of the body from from to to (to <= from),
+// the statements between after them, and the kernels' starts with them.
+func (l *lowering) move(from, n, to int) {
+	if n <= 0 || to >= from {
+		return
+	}
+	body := l.k.Body
+	moved := append([]tile.Stmt(nil), body[from:from+n]...)
+	copy(body[to+n:from+n], body[to:from])
+	copy(body[to:], moved)
+	for i := range l.kernels {
+		if s := l.kernels[i].start; s >= to && s < from {
+			l.kernels[i].start += n
+		}
+	}
+	if l.lastStart >= to && l.lastStart < from {
+		l.lastStart += n
+	}
 }
 
 // sbufFootprint is the most SBUF per partition a kernel's unpinned tiles

@@ -17,10 +17,11 @@ import (
 // statements (inlineHead): the loads depend on nothing the previous op
 // computes, so in the Sync engine's program order they come before that
 // op's loads, which wait for the op before it, and they run while it
-// does. Each Linear's working set is planned in what is left of SBUF
-// after its own slots' extension and the next op's slots (prefetchShare
-// each), and the slots moved only when they fit beside the previous
-// kernel's tiles.
+// does; they move further back past the kernels before it that leave
+// their slots' region alone (headOf). Each Linear's working set is
+// planned in what is left of SBUF after its own slots' extension and the
+// next op's slots (prefetchShare each), and the slots moved only when
+// they fit beside the previous kernel's tiles.
 
 // prefetchShare is the share of SBUF per partition a Linear's weight
 // slots may take beyond its own plan's B buffers; the plan keeps two
@@ -90,39 +91,73 @@ func (l *lowering) planLinear(g kernels.GEMM, w *graph.Tensor) (*kernels.GEMMPla
 	return plan, nil
 }
 
-// headOf returns how many head statements of a Linear's kernel k move
-// before the previous kernel: its weight slots' loads, when the slots fit
-// in the SBUF region of their turn, above everything the previous
-// kernel's tiles can take; and then a resident A's loads, when nothing
-// from the previous kernel on writes A (a of them, the activations'
-// tensor) and A's tiles fit beside the previous kernel's below the
-// regions: Linears that read one input (queries, keys and values) load
-// it while the one before runs. The slots are pinned there: two regions at the
-// top of SBUF, a prefetchShare each, taken in turn by the Linears whose
-// weights are prefetched, so a Linear's slots never reuse the memory of
-// the work they are loaded beside (whose reads their loads would wait
-// for) and never meet the next one's.
-func (l *lowering) headOf(p *kernels.GEMMPlan, k *tile.Kernel, a *tile.Tile) int {
+// hoist says which of a Linear's first statements move earlier in the
+// body: head statements (its weights' slots' loads) before the kernels
+// from body position at on, and then aRes statements (a resident A's
+// loads) before the last kernel; region is the slot region the head's
+// slots are pinned in (-1: none).
+type hoist struct {
+	head, at, aRes, region int
+}
+
+// headOf returns which head statements of a Linear's kernel k move
+// earlier: its weight slots' loads, when the slots fit in the SBUF region
+// of their turn, above everything the previous kernel's tiles can take;
+// and then a resident A's loads, when nothing from the previous kernel on
+// writes A (a of them, the activations' tensor) and A's tiles fit beside
+// the previous kernel's below the regions: Linears that read one input
+// (queries, keys and values) load it while the one before runs. The
+// slots are pinned there: two regions at the top of SBUF, a
+// prefetchShare each, taken in turn by the Linears whose weights are
+// prefetched, so a Linear's slots never reuse the memory of the work they
+// are loaded beside (whose reads their loads would wait for) and never
+// meet the next one's.
+//
+// The weights' loads move back past every kernel whose tiles stay below
+// the region, up to the one that used the region last (the Linear two
+// prefetches back) or one whose tiles reach it (prefetchAt): they depend
+// on nothing those kernels compute, only on the region's last reads, so
+// the weight stream keeps the DMA engines busy across the ops between,
+// such as an attention or a norm, which stream little of their own.
+func (l *lowering) headOf(p *kernels.GEMMPlan, k *tile.Kernel, a *tile.Tile) hoist {
 	sbuf := l.tg.Limits.SBUFPartitionBytes
 	share := sbuf / prefetchShare
 	start := sbuf - share*int64(1+l.slotTurn)
-	n := 0
+	h := hoist{at: l.lastStart, region: -1}
 	if p.HeadStmts() > 0 {
-		if p.SlotSBUFBytes() > share || l.lastSBUF > start {
-			return 0
+		at := l.prefetchAt(l.slotTurn, start)
+		if p.SlotSBUFBytes() > share || at >= len(l.k.Body) {
+			return hoist{region: -1}
 		}
 		for _, t := range k.Tiles {
 			if t.Name == kernels.SlotTileName {
 				t.Offset = start
 			}
 		}
+		h.head, h.at, h.region = p.HeadStmts(), at, l.slotTurn
 		l.slotTurn ^= 1
-		n = p.HeadStmts()
 	}
 	if p.AResidentStmts() > 0 && l.lastSBUF+p.AResidentSBUFBytes() <= sbuf-2*share && !l.writtenSince(a) {
-		n += p.AResidentStmts()
+		h.aRes = p.AResidentStmts()
 	}
-	return n
+	return h
+}
+
+// prefetchAt returns the body position a head whose slots take region
+// (from byte start per partition up) moves to: before the last kernel
+// and each kernel before it whose tiles stay below start, back to the
+// kernel after the one whose slots took the region last or whose tiles
+// reach it; the body's end where the last kernel is such a one.
+func (l *lowering) prefetchAt(region int, start int64) int {
+	at := len(l.k.Body)
+	for i := len(l.kernels) - 1; i >= 0; i-- {
+		kn := l.kernels[i]
+		if kn.region == region || kn.sbuf > start {
+			break
+		}
+		at = kn.start
+	}
+	return at
 }
 
 // writtenSince reports whether a statement from the last kernel inlined

@@ -263,9 +263,28 @@ func (s *Spec) Run(ctx context.Context, pts []Resolved, o Options) (Summary, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each worker starts its next point as soon as the last one's
+			// process exits, and reads and records the last one's results
+			// while the next runs: its core does not wait for the sweep's
+			// bookkeeping (making the next point's scratch files, reading
+			// the last one's results) between points.
+			var running *pointRun
 			for p := range jobs {
-				csvRow, row := s.runPoint(ctx, p, o.Exe)
-				record(p, csvRow, row)
+				next := s.preparePoint(ctx, p, o.Exe)
+				if running != nil {
+					running.wait()
+				}
+				next.start()
+				if running != nil {
+					csvRow, row := running.finish()
+					record(running.p, csvRow, row)
+				}
+				running = next
+			}
+			if running != nil {
+				running.wait()
+				csvRow, row := running.finish()
+				record(running.p, csvRow, row)
 			}
 		}()
 	}
@@ -283,26 +302,37 @@ func (s *Spec) Run(ctx context.Context, pts []Resolved, o Options) (Summary, err
 	return sum, ctx.Err()
 }
 
-// runPoint runs one point in its own process and returns its CSV row and
-// its JSON line.
-func (s *Spec) runPoint(ctx context.Context, p Resolved, exe string) (string, Row) {
-	row := Row{ID: p.ID, Index: p.Index, Axes: map[string]string{}, Status: "failed"}
+// pointRun is one point's run in its own process: prepared (its scratch
+// folder, its arguments), started, waited for, and finished (its results
+// read, its folder removed).
+type pointRun struct {
+	p      Resolved
+	row    Row
+	dir    string
+	js, cs string
+	cmd    *exec.Cmd
+	stderr *os.File
+	// err is the first failure: preparing, starting or running the point.
+	err error
+}
+
+// preparePoint makes point p's scratch folder and command, not started
+// (killed if ctx is cancelled once it is).
+func (s *Spec) preparePoint(ctx context.Context, p Resolved, exe string) *pointRun {
+	r := &pointRun{p: p, row: Row{ID: p.ID, Index: p.Index, Axes: map[string]string{}, Status: "failed"}}
 	for i, a := range s.Axes {
-		row.Axes[a.Path] = p.Values[i]
+		r.row.Axes[a.Path] = p.Values[i]
 	}
-	dir, err := os.MkdirTemp("", "trnsim-sweep-")
-	if err != nil {
-		row.Error = err.Error()
-		return "", row
+	if r.dir, r.err = os.MkdirTemp("", "trnsim-sweep-"); r.err != nil {
+		return r
 	}
-	defer os.RemoveAll(dir)
-	js, cs := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.csv")
+	r.js, r.cs = filepath.Join(r.dir, "r.json"), filepath.Join(r.dir, "r.csv")
 	// The base config's own outputs would be written by every point to
 	// the same paths: the sweep keeps only its results.
 	// Its results are scratch files read at once: no sync to disk
 	// (--no-sync), which would leave the cores idle for the disk.
 	args := []string{"run", "-q", "--no-sync", s.Base, "--set", "outputs.trace=", "--set", "outputs.asm=",
-		"--set", "outputs.json=", "--set", "outputs.csv=", "--json", js, "--csv", cs}
+		"--set", "outputs.json=", "--set", "outputs.csv=", "--json", r.js, "--csv", r.cs}
 	if s.BaseInline != nil {
 		args = append(args, "--sweep-base")
 	}
@@ -311,24 +341,50 @@ func (s *Spec) runPoint(ctx context.Context, p Resolved, exe string) (string, Ro
 	}
 	// The child's stderr goes to a file and its stdout nowhere: no pipes
 	// for this process to copy from while the point runs.
-	stderr, err := os.Create(filepath.Join(dir, "stderr"))
-	if err != nil {
-		row.Error = err.Error()
-		return "", row
+	if r.stderr, r.err = os.Create(filepath.Join(r.dir, "stderr")); r.err != nil {
+		return r
 	}
-	defer stderr.Close()
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Stderr = stderr
-	if err := cmd.Run(); err != nil {
-		text, _ := os.ReadFile(stderr.Name())
-		msg := strings.TrimSpace(string(text))
-		if msg == "" {
-			msg = err.Error()
+	r.cmd = exec.CommandContext(ctx, exe, args...)
+	r.cmd.Stderr = r.stderr
+	return r
+}
+
+// start starts the point's process.
+func (r *pointRun) start() {
+	if r.err == nil {
+		r.err = r.cmd.Start()
+	}
+}
+
+// wait waits for the point's process to exit.
+func (r *pointRun) wait() {
+	if r.err == nil {
+		r.err = r.cmd.Wait()
+	}
+}
+
+// finish reads the point's results and removes its scratch folder: its
+// CSV row and its JSON line.
+func (r *pointRun) finish() (string, Row) {
+	row := r.row
+	if r.stderr != nil {
+		defer r.stderr.Close()
+	}
+	if r.dir != "" {
+		defer os.RemoveAll(r.dir)
+	}
+	if r.err != nil {
+		msg := r.err.Error()
+		if r.stderr != nil {
+			text, _ := os.ReadFile(r.stderr.Name())
+			if m := strings.TrimSpace(string(text)); m != "" {
+				msg = m
+			}
 		}
 		row.Error = msg
 		return "", row
 	}
-	data, err := os.ReadFile(js)
+	data, err := os.ReadFile(r.js)
 	if err == nil {
 		var m map[string]any
 		if err = json.Unmarshal(data, &m); err == nil {
@@ -342,7 +398,7 @@ func (s *Spec) runPoint(ctx context.Context, p Resolved, exe string) (string, Ro
 			}
 		}
 	}
-	csvData, cerr := os.ReadFile(cs)
+	csvData, cerr := os.ReadFile(r.cs)
 	lines := strings.Split(strings.TrimSpace(string(csvData)), "\n")
 	if err != nil || cerr != nil || len(lines) != 2 {
 		row.Error = fmt.Sprintf("the run's results could not be read (%v %v)", err, cerr)

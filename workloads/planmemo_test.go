@@ -3,6 +3,7 @@ package workloads
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,6 +73,32 @@ func TestPlanMemoGivesTheSamePlans(t *testing.T) {
 		require.Equal(t, alone[i], plan(pts[i].sets, shared), "%v (backwards)", pts[i].sets)
 	}
 	require.Positive(t, shared.Len())
+	// Searches at once, as a sweep's workers run them: neighbours (which
+	// share a key) on different goroutines.
+	shared = memo.New()
+	got := make([]string, len(pts))
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(pts); i += 4 {
+				cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: pts[i].sets})
+				if err != nil {
+					got[i] = err.Error()
+					continue
+				}
+				cfg.Memo = shared
+				if p, err := GEMMPlan(cfg); err != nil {
+					got[i] = "error: " + err.Error()
+				} else {
+					got[i] = fmt.Sprintf("%+v %v %v", *p, p.Choices(), p.Notes())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, alone, got, "searches at once")
 }
 
 // Check, with the kernel's schedule shared through a memo, reports what

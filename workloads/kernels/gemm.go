@@ -693,12 +693,10 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	// that better() prefers wins, without the choice drifting upwards.
 	minNs := math.Inf(1)
 	ests := make([]Estimate, len(evacs)*len(deqs))
-	// (Estimators and the candidates' estimates: shared through the
-	// target's memo with searches that differ from this one only in SBUF;
-	// planmemo.go.)
+	// (The candidates' estimates: shared through the target's memo with
+	// searches that differ from this one only in SBUF; planmemo.go.)
 	work := searchWorkFor(tg, p, evacs, deqs)
-	work.mu.Lock()
-	estimators := work.estimators
+	estimators := map[isa.DType]*estimator{}
 	// splitOrPow2[i]: bks[i] is an even split of K or a power of two (the
 	// K blocks below the biggest that fits which compete).
 	splitOrPow2 := make([]bool, len(bks))
@@ -714,7 +712,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 				if est == nil {
 					// (An estimator depends on the accumulation dtype, not on
 					// the buffers or the transpose mode.)
-					est = newEstimator(tg, g, p.TN, acc)
+					est = work.estimator(tg, g, p.TN, acc)
 					estimators[acc] = est
 				}
 				gb := banksFor(tr)
@@ -797,7 +795,6 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 			}
 		}
 	}
-	work.mu.Unlock()
 	p.Transpose, p.AccDT, p.NBuf, p.AResident = transposes[0], accs[0], nbufs[0], false
 	if best == nil && (p.Evacuate == EvacScalar || p.Evacuate == EvacAlternate) && o.BlockK == 0 {
 		return nil, optErr("evacuate", "%s evacuation needs K in one block, and no K block of %d fits SBUF (accumulating across K blocks uses VectorE adds)",

@@ -75,15 +75,36 @@ type candKey struct {
 	bn, bm, bk     int64
 }
 
-// searchWork is a search's estimators (by accumulation dtype) and its
-// candidates' total estimates (ns per evacuation and dequantisation
-// engine, at ests[at:at+n]). A search holds mu throughout.
+// searchWork is the candidates' total estimates of the searches that
+// share it (ns per evacuation and dequantisation engine, at
+// ests[at:at+n]), safe for concurrent searches: a candidate two of them
+// estimate at once is estimated twice, to the same figures, and kept once.
 type searchWork struct {
-	mu         sync.Mutex
-	estimators map[isa.DType]*estimator
-	at         map[candKey]int32
-	ests       []float64
-	shared     bool
+	mu     sync.Mutex
+	at     map[candKey]int32
+	ests   []float64
+	shared bool
+	// protos are the estimators by accumulation dtype, each search's
+	// copied from them (with scratch and memo of its own).
+	protos map[isa.DType]*estimator
+}
+
+// estimator returns an estimator of the search's GEMM with this
+// accumulation dtype: a copy of the shared one, made once.
+func (w *searchWork) estimator(tg *sched.Target, g GEMM, tn int64, acc isa.DType) *estimator {
+	if !w.shared {
+		return newEstimator(tg, g, tn, acc)
+	}
+	w.mu.Lock()
+	proto := w.protos[acc]
+	if proto == nil {
+		proto = newEstimator(tg, g, tn, acc)
+		w.protos[acc] = proto
+	}
+	w.mu.Unlock()
+	e := *proto
+	e.steps, e.deq = nil, nil // (the search's own scratch and memo)
+	return &e
 }
 
 // searchWorkFor returns the work shared by searches of base with these
@@ -91,32 +112,45 @@ type searchWork struct {
 // one.
 func searchWorkFor(tg *sched.Target, base *GEMMPlan, evacs []Evacuation, deqs []DequantEngine) *searchWork {
 	if tg.Memo == nil || len(evacs) > 4 || len(deqs) > 8 {
-		return &searchWork{estimators: map[isa.DType]*estimator{}}
+		return &searchWork{}
 	}
 	k := searchKey{target: tg.Key().WithoutSBUF(), base: base.state(), nEvac: len(evacs), nDeqs: len(deqs)}
 	copy(k.evacs[:], evacs)
 	copy(k.deqs[:], deqs)
 	return tg.Memo.Get(k, func() any {
-		return &searchWork{estimators: map[isa.DType]*estimator{}, at: map[candKey]int32{}, shared: true}
+		return &searchWork{at: map[candKey]int32{}, shared: true, protos: map[isa.DType]*estimator{}}
 	}).(*searchWork)
 }
 
-// estimates gives a candidate's total estimates, estimated once.
+// estimates gives a candidate's total estimates, estimated once (scratch
+// is the search's own).
 func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []Evacuation, deqs []DequantEngine, scratch []Estimate) []float64 {
 	n := len(evacs) * len(deqs)
-	if at, ok := w.at[k]; ok {
-		return w.ests[at : int(at)+n]
+	if !w.shared {
+		c.estimateEvacs(est, evacs, deqs, scratch)
+		w.ests = w.ests[:0]
+		for _, e := range scratch[:n] {
+			w.ests = append(w.ests, e.TotalNs)
+		}
+		return w.ests
+	}
+	w.mu.Lock()
+	at, ok := w.at[k]
+	ests := w.ests
+	w.mu.Unlock()
+	if ok {
+		return ests[at : int(at)+n]
 	}
 	c.estimateEvacs(est, evacs, deqs, scratch)
-	if !w.shared {
-		w.ests = w.ests[:0] // (a search alone estimates each candidate once)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if at, ok := w.at[k]; ok {
+		return w.ests[at : int(at)+n] // (estimated meanwhile by another search)
 	}
-	at := len(w.ests)
+	start := len(w.ests)
 	for _, e := range scratch[:n] {
 		w.ests = append(w.ests, e.TotalNs)
 	}
-	if w.shared {
-		w.at[k] = int32(at)
-	}
-	return w.ests[at : at+n]
+	w.at[k] = int32(start)
+	return w.ests[start : start+n]
 }

@@ -152,10 +152,13 @@ func TestKVAppendCopiesOnlyTheNewRows(t *testing.T) {
 	}
 	for _, preset := range smallPresets {
 		for _, dt := range smallDTypes {
-			for _, s := range shapes {
-				name := fmt.Sprintf("%s/%s/batch=%d,seq=%d,past=%d,heads=%dx%d", preset, dt, s.batch, s.seq, s.past, s.heads, s.headDim)
+			for i, s := range shapes {
+				// Token-major and head by head (the models' caches), on
+				// alternate shapes.
+				headMajor := i%2 == 1
+				name := fmt.Sprintf("%s/%s/batch=%d,seq=%d,past=%d,heads=%dx%d,head_major=%v", preset, dt, s.batch, s.seq, s.past, s.heads, s.headDim, headMajor)
 				t.Run(name, func(t *testing.T) {
-					a := kernels.KVAppend{Batch: s.batch, Seq: s.seq, Past: s.past, Heads: s.heads, HeadDim: s.headDim, DType: dt}
+					a := kernels.KVAppend{Batch: s.batch, Seq: s.seq, Past: s.past, Heads: s.heads, HeadDim: s.headDim, DType: dt, HeadMajor: headMajor}
 					var plan *kernels.KVAppendPlan
 					r := runSmall(t, preset, func(tg *sched.Target) (*tile.Kernel, error) {
 						var err error

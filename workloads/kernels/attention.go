@@ -17,10 +17,14 @@ import (
 // [Batch*Seq, QHeads*HeadDim] (row b*Seq+s is query s of sequence b; head
 // h is columns [h*HeadDim, (h+1)*HeadDim)); K and V are
 // [Batch*T, KVHeads*HeadDim] with T = Past+Seq (the KV cache with the new
-// entries already appended; row b*T+t is key t of sequence b). Query head
-// h uses KV head h / (QHeads/KVHeads).
+// entries already appended; row b*T+t is key t of sequence b), or, with
+// KVHeadMajor, [Batch*KVHeads*T, HeadDim] (row (b*KVHeads+h)*T+t: each
+// head's keys in one run, as the KV cache is stored). Query head h uses
+// KV head h / (QHeads/KVHeads).
 type Attention struct {
 	Batch, QHeads, KVHeads, HeadDim, Seq, Past int64
+	// KVHeadMajor: K and V are stored head by head (the KV cache).
+	KVHeadMajor bool
 	// Causal: query s (absolute position Past+s) sees keys t <= Past+s.
 	Causal bool
 	// Window > 0 also limits query s to keys t > Past+s-Window.
@@ -96,8 +100,9 @@ func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 	}
 	eb := int64(a.DType.Bytes())
 	d := a.HeadDim
+	kvRows, kvCols := a.kvShape()
 	if err := checkHBM("attention", tg, hbmTensor{"Q", a.DType, []int64{a.Batch * a.Seq, a.QHeads * d}},
-		hbmTensor{"K", a.DType, []int64{a.Batch * p.T, a.KVHeads * d}}, hbmTensor{"V", a.DType, []int64{a.Batch * p.T, a.KVHeads * d}},
+		hbmTensor{"K", a.DType, []int64{kvRows, kvCols}}, hbmTensor{"V", a.DType, []int64{kvRows, kvCols}},
 		hbmTensor{"O", a.DType, []int64{a.Batch * a.Seq, a.QHeads * d}}); err != nil {
 		return nil, err
 	}
@@ -144,6 +149,15 @@ func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 		return nil, &sched.FitError{Kernel: "attention", Tile: "the K and V of a head group", Mem: isa.MemSBUF, Needed: need, Available: lim.SBUFPartitionBytes}
 	}
 	return p, nil
+}
+
+// kvShape is the HBM shape of K and of V: token-major, or head by head.
+func (a Attention) kvShape() (rows, cols int64) {
+	t := a.Past + a.Seq
+	if a.KVHeadMajor {
+		return a.Batch * a.KVHeads * t, a.HeadDim
+	}
+	return a.Batch * t, a.KVHeads * a.HeadDim
 }
 
 // sbufBytes is the SBUF a plan needs per partition, every slot rounded to
@@ -217,8 +231,9 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	nbuf := int(p.NBuf)
 	k := New("attention")
 	qHBM := k.Tensor("Q", dt, Input, a.Batch*a.Seq, a.QHeads*d)
-	kHBM := k.Tensor("K", dt, Input, a.Batch*T, a.KVHeads*d)
-	vHBM := k.Tensor("V", dt, Input, a.Batch*T, a.KVHeads*d)
+	kvRows, kvCols := a.kvShape()
+	kHBM := k.Tensor("K", dt, Input, kvRows, kvCols)
+	vHBM := k.Tensor("V", dt, Input, kvRows, kvCols)
 	oHBM := k.Tensor("O", dt, Output, a.Batch*a.Seq, a.QHeads*d)
 	root := k.Root()
 	op := func(b *Block, o *Op) *Op { o.OpID = p.opID; return b.Add(o) }
@@ -263,7 +278,14 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 		kvBase := hg.MulC(L * Pk).Div(C(g))
 		{
 			for s := int64(0); s < p.KVSlots; s++ {
-				col := kvBase.AddC(s).MulC(d)
+				kvh := kvBase.AddC(s)
+				// kv is rows [t0, t0+n) of the slot's head in K or V.
+				kv := func(x *Tile, t0, n Expr) Access {
+					if a.KVHeadMajor {
+						return x.At(RS(bi.MulC(a.KVHeads).Add(kvh).MulC(T).Add(t0), n), R(C(0), C(d)))
+					}
+					return x.At(RS(bi.MulC(T).Add(t0), n), RS(kvh.MulC(d), C(d)))
+				}
 				// Ones column of V: P V's last column is the row sum of P.
 				op(b, &Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: ins(vt.At(R(C(0), C(128)), I(C(s)), R(C(0), C(nT)), RS(C(d), C(1)))), Attrs: isa.Attrs{Value: 1}})
 				// K^T and V in chunks of a key block, so the first blocks
@@ -271,16 +293,16 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				b.For(fmt.Sprintf("kc%d", s), C(0), C(ceilDiv(T, KB)), Parallel, func(b *Block, kc Expr) {
 					t0 := kc.MulC(KB)
 					w := Min(C(KB), C(T).Sub(t0))
-					dma(b, isa.OpDMATranspose, kt.At(R(C(0), C(d)), I(C(s)), RS(t0, w)), kHBM.At(RS(bi.MulC(T).Add(t0), w), RS(col, C(d))))
+					dma(b, isa.OpDMATranspose, kt.At(R(C(0), C(d)), I(C(s)), RS(t0, w)), kv(kHBM, t0, w))
 					full := w.Div(C(128))
 					b.When(full.Gt(C(0)), func(b *Block) {
 						dma(b, isa.OpDMACopy, vt.At(R(C(0), C(128)), I(C(s)), RS(kc.MulC(KT), full), R(C(0), C(d))),
-							vHBM.At(RS(bi.MulC(T).Add(t0), full.MulC(128)), RS(col, C(d))).Rearranged(split()))
+							kv(vHBM, t0, full.MulC(128)).Rearranged(split()))
 					})
 					rem := w.Sub(full.MulC(128))
 					b.When(rem.Gt(C(0)), func(b *Block) {
 						dma(b, isa.OpDMACopy, vt.At(R(C(0), rem), I(C(s)), I(kc.MulC(KT).Add(full)), R(C(0), C(d))),
-							vHBM.At(RS(bi.MulC(T).Add(t0).Add(full.MulC(128)), rem), RS(col, C(d))))
+							kv(vHBM, t0.Add(full.MulC(128)), rem))
 					})
 				})
 			}

@@ -11,11 +11,15 @@ import (
 // KVAppend appends Seq new rows per sequence to a KV cache: NEW is
 // [Batch*Seq, Heads*HeadDim] and CACHE [Batch*T, Heads*HeadDim] with T =
 // Past + Seq, both of DType; NEW row b*Seq + s is copied to CACHE row
-// b*T + Past + s. The kernel neither reads nor writes the cache rows
-// before Past (the tokens already there).
+// b*T + Past + s. With HeadMajor the cache is stored head by head,
+// [Batch*Heads*T, HeadDim]: head h of NEW row b*Seq + s goes to CACHE row
+// (b*Heads + h)*T + Past + s (so that attention reads each head's keys in
+// one run). The kernel neither reads nor writes the cache rows before
+// Past (the tokens already there).
 type KVAppend struct {
 	Batch, Seq, Past, Heads, HeadDim int64
 	DType                            isa.DType
+	HeadMajor                        bool
 }
 
 // KVAppendOptions are the KV append kernel's choices.
@@ -55,14 +59,16 @@ func PlanKVAppend(a KVAppend, o KVAppendOptions, tg *sched.Target) (*KVAppendPla
 		return nil, &ShapeError{Dim: "head_dim", Msg: fmt.Sprintf("%d is not positive", a.HeadDim)}
 	}
 	width := mul(a.Heads, a.HeadDim)
+	cacheRows, cacheCols := a.cacheShape()
 	if err := checkHBM("kv_append", tg,
 		hbmTensor{"NEW", a.DType, []int64{mul(a.Batch, a.Seq), width}},
-		hbmTensor{"CACHE", a.DType, []int64{mul(a.Batch, add(a.Past, a.Seq)), width}}); err != nil {
+		hbmTensor{"CACHE", a.DType, []int64{cacheRows, cacheCols}}); err != nil {
 		return nil, err
 	}
 	p := &KVAppendPlan{A: a, Block: min(a.Seq, 128), Split: 1, opID: o.OpID}
 	engines := int64(tg.Limits.DMAEngines)
-	if a.Seq < engines {
+	if a.Seq < engines && !a.HeadMajor {
+		// (Head by head, each head's rows are one transfer of their own.)
 		eb := int64(a.DType.Bytes())
 		for s := min(engines, width); s > 1; s-- {
 			if width%s == 0 && width/s*eb >= kvSplitMinBytes {
@@ -72,6 +78,15 @@ func PlanKVAppend(a KVAppend, o KVAppendOptions, tg *sched.Target) (*KVAppendPla
 		}
 	}
 	return p, nil
+}
+
+// cacheShape is the HBM shape of the cache: token-major, or head by head.
+func (a KVAppend) cacheShape() (rows, cols int64) {
+	t := add(a.Past, a.Seq)
+	if a.HeadMajor {
+		return mul(a.Batch, a.Heads, t), a.HeadDim
+	}
+	return mul(a.Batch, t), mul(a.Heads, a.HeadDim)
 }
 
 // Choices lists the resolved plan.
@@ -90,7 +105,8 @@ func (p *KVAppendPlan) Kernel() (*Kernel, error) {
 	width := a.Heads * a.HeadDim
 	t := a.Past + a.Seq
 	nw := k.Tensor("NEW", a.DType, Input, a.Batch*a.Seq, width)
-	cache := k.Tensor("CACHE", a.DType, Output, a.Batch*t, width)
+	cacheRows, cacheCols := a.cacheShape()
+	cache := k.Tensor("CACHE", a.DType, Output, cacheRows, cacheCols)
 	blk := p.Block
 	ns := ceilDiv(a.Seq, blk)
 	view := func(acc Access) Access {
@@ -102,6 +118,14 @@ func (p *KVAppendPlan) Kernel() (*Kernel, error) {
 	k.Root().For("b", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
 		b.For("s", C(0), C(ns), Parallel, func(b *Block, si Expr) {
 			rows := Min(C(blk), C(a.Seq).Sub(si.MulC(blk)))
+			if a.HeadMajor {
+				b.For("h", C(0), C(a.Heads), Parallel, func(b *Block, h Expr) {
+					src := nw.At(RS(bi.MulC(a.Seq).Add(si.MulC(blk)), rows), RS(h.MulC(a.HeadDim), C(a.HeadDim)))
+					dst := cache.At(RS(bi.MulC(a.Heads).Add(h).MulC(t).AddC(a.Past).Add(si.MulC(blk)), rows), R(C(0), C(a.HeadDim)))
+					b.Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
+				})
+				return
+			}
 			src := nw.At(RS(bi.MulC(a.Seq).Add(si.MulC(blk)), rows), R(C(0), C(width)))
 			dst := cache.At(RS(bi.MulC(t).AddC(a.Past).Add(si.MulC(blk)), rows), R(C(0), C(width)))
 			b.Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{view(dst)}, Ins: []Access{view(src)}, OpID: p.opID})

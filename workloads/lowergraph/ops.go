@@ -37,6 +37,14 @@ func product(s []int64) int64 {
 	return n
 }
 
+// kvHeadMajor stores the KV cache head by head, [b*h*T, d] (as the
+// Neuron stack's caches are laid out, [batch, heads, positions, head_dim]),
+// not token-major like every other tensor: attention reads each head's
+// keys and values in one run, where token-major rows would give it one
+// head_dim-long piece per key (128 bytes at head_dim 64, a descriptor
+// each).
+const kvHeadMajor = true
+
 // heads2D is the token-major storage of a [b, h, s, d] tensor: [b*s, h*d].
 func heads2D(t *graph.Tensor) (rows, cols int64) {
 	return t.Shape[0] * t.Shape[2], t.Shape[1] * t.Shape[3]
@@ -101,7 +109,8 @@ func (l *lowering) kvAppend(o *graph.Op) error {
 	cache, nw, out := o.Inputs[0], o.Inputs[1], o.Outputs[0]
 	b, h, s, d := nw.Shape[0], nw.Shape[1], nw.Shape[2], nw.Shape[3]
 	past := o.Attrs.Past
-	a := kernels.KVAppend{Batch: b, Seq: s, Past: past, Heads: h, HeadDim: d, DType: nw.DType}
+	// The cache is stored head by head (kvHeadMajor).
+	a := kernels.KVAppend{Batch: b, Seq: s, Past: past, Heads: h, HeadDim: d, DType: nw.DType, HeadMajor: kvHeadMajor}
 	plan, err := kernels.PlanKVAppend(a, kernels.KVAppendOptions{OpID: l.id}, l.tg)
 	if err != nil {
 		return l.errf("%v", err)
@@ -114,8 +123,13 @@ func (l *lowering) kvAppend(o *graph.Op) error {
 	if err != nil {
 		return err
 	}
-	// One HBM tensor is the cache before and after: rows b*T+t.
-	cacheT, err := l.tensorAs(out, b*(past+s), h*d)
+	// One HBM tensor is the cache before and after: rows b*T+t, or
+	// (b*h+head)*T+t head by head.
+	cacheRows, cacheCols := b*(past+s), h*d
+	if kvHeadMajor {
+		cacheRows, cacheCols = b*h*(past+s), d
+	}
+	cacheT, err := l.tensorAs(out, cacheRows, cacheCols)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,14 @@ func (l *lowering) sdpa(o *graph.Op) error {
 			return l.errf("attention over %d keys for %d queries without a causal mask is not lowered yet", t, s)
 		}
 	}
-	a := kernels.Attention{Batch: b, QHeads: hq, KVHeads: hkv, HeadDim: d, Seq: s, Past: past, Causal: o.Attrs.Causal, Window: o.Attrs.Window, DType: q.DType, Scale: o.Attrs.Scale}
+	// K and V read from the cache are stored head by head; those of an
+	// encoder (no cache) are views of their projections, token-major.
+	headMajor := kvHeadMajor && kt.Role == graph.KVCache && v.Role == graph.KVCache
+	if (kt.Role == graph.KVCache) != (v.Role == graph.KVCache) {
+		return l.errf("internal error: attention reads one of K and V from the cache, not both")
+	}
+	a := kernels.Attention{Batch: b, QHeads: hq, KVHeads: hkv, HeadDim: d, Seq: s, Past: past, Causal: o.Attrs.Causal, Window: o.Attrs.Window, DType: q.DType, Scale: o.Attrs.Scale,
+		KVHeadMajor: headMajor}
 	plan, err := kernels.PlanAttention(a, kernels.AttentionOptions{OpID: l.id}, l.tg)
 	if err != nil {
 		return l.errf("%v", err)
@@ -80,11 +87,15 @@ func (l *lowering) sdpa(o *graph.Op) error {
 	if err != nil {
 		return err
 	}
-	kT, err := l.tensorAs(kt, b*t, hkv*d)
+	kvRows, kvCols := b*t, hkv*d
+	if headMajor {
+		kvRows, kvCols = b*hkv*t, d
+	}
+	kT, err := l.tensorAs(kt, kvRows, kvCols)
 	if err != nil {
 		return err
 	}
-	vT, err := l.tensorAs(v, b*t, hkv*d)
+	vT, err := l.tensorAs(v, kvRows, kvCols)
 	if err != nil {
 		return err
 	}

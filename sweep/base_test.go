@@ -61,8 +61,11 @@ func writeSharedBaseSweeps(t *testing.T, config, axes string) (byPath, inline st
 	return byPath, inline
 }
 
-// loadFresh loads point p as LoadPoint did before the base was shared:
-// the base's text read and parsed afresh.
+// loadFresh loads point p on its own, the base's text read and parsed
+// afresh for it (configs.Load and LoadBytes): what a point derived from
+// the sweep's shared Base must equal. (Both now parse through a Base; the
+// figures of configs' own tests, written before it, hold the loader to
+// what it gave before.)
 func loadFresh(s *Spec, p Point) (*configs.RunConfig, error) {
 	opts := configs.LoadOptions{Sets: s.Sets(p)}
 	if s.BaseInline != nil {

@@ -268,6 +268,15 @@ func (s *Spec) Run(ctx context.Context, pts []Resolved, o Options) (Summary, err
 			// while the next runs: its core does not wait for the sweep's
 			// bookkeeping (making the next point's scratch files, reading
 			// the last one's results) between points.
+			// A point the sweep's cancellation stopped (killed, or never
+			// started) is not recorded: it did not finish, and a rerun
+			// runs it.
+			done := func(r *pointRun) {
+				csvRow, row := r.finish()
+				if !r.stopped(ctx) {
+					record(r.p, csvRow, row)
+				}
+			}
 			var running *pointRun
 			for p := range jobs {
 				next := s.preparePoint(ctx, p, o.Exe)
@@ -276,15 +285,13 @@ func (s *Spec) Run(ctx context.Context, pts []Resolved, o Options) (Summary, err
 				}
 				next.start()
 				if running != nil {
-					csvRow, row := running.finish()
-					record(running.p, csvRow, row)
+					done(running)
 				}
 				running = next
 			}
 			if running != nil {
 				running.wait()
-				csvRow, row := running.finish()
-				record(running.p, csvRow, row)
+				done(running)
 			}
 		}()
 	}
@@ -354,6 +361,12 @@ func (r *pointRun) start() {
 	if r.err == nil {
 		r.err = r.cmd.Start()
 	}
+}
+
+// stopped reports whether the point failed because ctx was cancelled
+// (before it started, or killed while it ran).
+func (r *pointRun) stopped(ctx context.Context) bool {
+	return r.err != nil && ctx.Err() != nil
 }
 
 // wait waits for the point's process to exit.

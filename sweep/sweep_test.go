@@ -417,3 +417,40 @@ func TestInlineBase(t *testing.T) {
 		})
 	}
 }
+
+// cancelAfter cancels its context at the first progress line: a sweep
+// stopped by its caller with points running and prepared.
+type cancelAfter struct{ cancel context.CancelFunc }
+
+func (c cancelAfter) Write(p []byte) (int, error) { c.cancel(); return len(p), nil }
+
+// A cancelled sweep records only the points that finished (none as
+// failed for being stopped), and a rerun runs the rest: every point
+// exactly once, the rows of an uncancelled sweep.
+func TestCancelledSweepRecordsOnlyFinishedPoints(t *testing.T) {
+	bin := trnsimBinary(t)
+	s := smallSweep(t)
+	pts, err := s.Resolve("test", 2)
+	require.NoError(t, err)
+	full := t.TempDir()
+	_, err = s.Run(context.Background(), pts, Options{Exe: bin, OutDir: full, Jobs: 2})
+	require.NoError(t, err)
+	_, want := readRows(t, full)
+
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sum, err := s.Run(ctx, pts, Options{Exe: bin, OutDir: dir, Jobs: 2, Progress: cancelAfter{cancel}})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, sum.Failed)
+	assert.Less(t, sum.Ran, len(pts), "cancelled before the end")
+	rows, _ := readRows(t, dir)
+	for _, r := range rows {
+		assert.Equal(t, "ok", r.Status, r.Error)
+	}
+	sum, err = s.Run(context.Background(), pts, Options{Exe: bin, OutDir: dir, Jobs: 2})
+	require.NoError(t, err)
+	assert.Equal(t, len(pts), sum.Skipped+sum.Ran)
+	_, got := readRows(t, dir)
+	assert.Equal(t, want, got)
+}

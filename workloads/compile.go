@@ -42,17 +42,26 @@ func compile(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]
 	if err != nil {
 		return nil, err
 	}
-	tg := Target(cfg)
-	// Core numbers are checked here, where the chip is known, so the
-	// error points at the kernel's text.
-	if err := k.CheckRanks(tg.Limits.Chips, tg.Limits.CoresPerChip); err != nil {
-		return nil, err
+	p, rankErr, schedErr := schedule(k, Target(cfg), opts)
+	if rankErr != nil {
+		return nil, rankErr
 	}
-	p, err := sched.Compile(k, tg, opts)
-	if err != nil {
-		return nil, mapError(cfg, err, fitFields)
+	if schedErr != nil {
+		return nil, mapError(cfg, schedErr, fitFields)
 	}
 	return p, nil
+}
+
+// schedule checks k's core numbers and schedules it: the error of the
+// former as it is (it points at the kernel's text), the scheduler's as
+// the scheduler gave it (mapError names the user's fields).
+func schedule(k *tile.Kernel, tg *sched.Target, opts sched.Options) (p *sched.Program, rankErr, schedErr error) {
+	// Core numbers are checked here, where the chip is known.
+	if err := k.CheckRanks(tg.Limits.Chips, tg.Limits.CoresPerChip); err != nil {
+		return nil, err, nil
+	}
+	p, err := sched.Compile(k, tg, opts)
+	return p, nil, err
 }
 
 // mapError turns a kernel's or the scheduler's error into one that names
@@ -306,12 +315,9 @@ func checkSchedule(cfg *configs.RunConfig, plan *kernels.GEMMPlan) (int, error) 
 		if err != nil {
 			return scheduled{kernelErr: err}
 		}
-		if err := k.CheckRanks(tg.Limits.Chips, tg.Limits.CoresPerChip); err != nil {
-			return scheduled{kernelErr: err}
-		}
-		p, err := sched.Compile(k, tg, opts)
-		if err != nil {
-			return scheduled{schedErr: err}
+		p, rankErr, schedErr := schedule(k, tg, opts)
+		if rankErr != nil || schedErr != nil {
+			return scheduled{kernelErr: rankErr, schedErr: schedErr}
 		}
 		return scheduled{cores: len(p.Cores)}
 	}

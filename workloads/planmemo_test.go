@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/internal/memo"
+	"github.com/trnsim/trnsim/isa"
+	"github.com/trnsim/trnsim/workloads/kernels"
 )
 
 // The plan search's memo (kernels/planmemo.go) gives every plan the search
@@ -48,7 +51,12 @@ func TestPlanMemoGivesTheSamePlans(t *testing.T) {
 		}
 	}
 	if testing.Short() {
-		pts = pts[:len(pts)/4]
+		// Every fourth point: every preset and the quantised weights still.
+		var some []point
+		for i := 0; i < len(pts); i += 4 {
+			some = append(some, pts[i])
+		}
+		pts = append(some, pts[len(pts)-6:]...)
 	}
 	plan := func(sets []string, m *memo.Memo) string {
 		cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})
@@ -113,7 +121,7 @@ func TestCheckGivesWhatLowerGives(t *testing.T) {
 		for _, shape := range [][3]int{{4096, 4096, 4096}, {3000, 5000, 2500}, {8, 4096, 14336}, {1 << 20, 8192, 8192}} {
 			for _, dt := range []string{"bf16", "fp8e4"} {
 				for _, extra := range [][]string{nil, {"workload.gemm.a_layout=mk"}, {"workload.lowering.block_m=384", "workload.lowering.buffers=3"},
-					{"workload.lowering.block_k=100"}, {"workload.lowering.dma_queues=2"}, {"workload.lowering.dge=hardware"}} {
+					{"workload.lowering.block_k=100"}, {"workload.lowering.dma_queues=2"}, {"workload.lowering.dge=hw"}} {
 					for _, sbuf := range []string{"", "8", "96"} {
 						for _, bw := range []string{"", "1000", "4000"} {
 							sets := append([]string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
@@ -126,7 +134,10 @@ func TestCheckGivesWhatLowerGives(t *testing.T) {
 							}
 							cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})
 							if err != nil {
-								continue // (a value the config layer refuses)
+								// (Hardware DGE where a preset has none.)
+								require.Contains(t, err.Error(), "workload.lowering.dge", "%v", sets)
+								errs["dge"]++
+								continue
 							}
 							_, want, wantErr := Lower(cfg)
 							cfg.Memo = shared
@@ -148,5 +159,50 @@ func TestCheckGivesWhatLowerGives(t *testing.T) {
 	require.Greater(t, n, 100)
 	require.Positive(t, shared.Len())
 	t.Logf("%d lowered, errors by field %v", n, errs)
-	require.Len(t, errs, 3, "too small an SBUF, a bad block_k, huge shapes")
+	require.Len(t, errs, 4, "too small an SBUF, a bad block_k, huge shapes; hardware DGE where there is none")
+}
+
+// The memo gives the plans a search gives alone for the GEMMs a model's
+// Linears plan too: epilogues, pre-tiled weights, batches, the SBUF share
+// and weight slots the graph lowering passes, op ids, through one memo
+// (seeded: the same cases every run).
+func TestPlanMemoGivesTheSamePlansToModels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	shared := memo.New()
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	for i := 0; i < n; i++ {
+		preset := []string{"trn1", "trn2", "trn3"}[rng.IntN(3)]
+		cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + preset}})
+		require.NoError(t, err)
+		g := kernels.GEMM{M: []int64{1, 8, 128, 300, 2048}[rng.IntN(5)], K: []int64{768, 2048, 4096}[rng.IntN(3)], N: []int64{512, 3072, 14336}[rng.IntN(3)],
+			In: isa.BF16, Out: isa.BF16, AMK: true, BTiled: rng.IntN(2) == 0}
+		if rng.IntN(3) == 0 {
+			g.Batch = 4
+			g.BTiled = false
+		}
+		g.Epilogue = kernels.Epilogue{Bias: rng.IntN(2) == 0, Apply: rng.IntN(2) == 0, Func: isa.ActSilu}
+		if rng.IntN(3) == 0 {
+			g.Epilogue.Combine = isa.ALUAdd
+		}
+		sbuf := cfg.Hardware.Limits().SBUFPartitionBytes
+		o := kernels.GEMMOptions{OpID: int32(rng.IntN(50))}
+		if rng.IntN(2) == 0 {
+			o.SBUFBytes = sbuf - int64(rng.IntN(4))*sbuf/8
+			o.WeightSlotBytes = int64(rng.IntN(3)) * sbuf / 8
+		}
+		key := fmt.Sprintf("%s %+v %+v", preset, g, o)
+		want, werr := kernels.PlanGEMM(g, o, Target(cfg))
+		cfg.Memo = shared
+		got, gerr := kernels.PlanGEMM(g, o, Target(cfg))
+		if werr != nil {
+			require.EqualError(t, gerr, werr.Error(), key)
+			continue
+		}
+		require.NoError(t, gerr, key)
+		require.Equal(t, fmt.Sprintf("%+v", *want), fmt.Sprintf("%+v", *got), key)
+	}
+	require.Positive(t, shared.Len())
 }

@@ -103,7 +103,9 @@ func (w *searchWork) estimator(tg *sched.Target, g GEMM, tn int64, acc isa.DType
 	}
 	w.mu.Unlock()
 	e := *proto
-	e.steps, e.deq = nil, nil // (the search's own scratch and memo)
+	// (The search's own scratch, memo and target: what it reads through
+	// e.tg is its own, SBUF size included.)
+	e.steps, e.deq, e.tg = nil, nil, tg
 	return &e
 }
 

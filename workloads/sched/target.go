@@ -32,8 +32,8 @@ package sched
 
 import (
 	"fmt"
-	"github.com/trnsim/trnsim/internal/memo"
 
+	"github.com/trnsim/trnsim/internal/memo"
 	"github.com/trnsim/trnsim/isa"
 )
 

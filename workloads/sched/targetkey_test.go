@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/trnsim/trnsim/internal/memo"
+	"github.com/trnsim/trnsim/internal/memo/memotest"
 	"github.com/trnsim/trnsim/isa"
 )
 
@@ -18,9 +18,9 @@ import (
 func TestTargetKeyCoversEveryField(t *testing.T) {
 	tg := &Target{Limits: &isa.Limits{}}
 	key := func() any { return tg.Key() }
-	require.Empty(t, memo.MissedFields(tg, key, "Limits", "ChipHops", "ChipLatencyNs", "Memo"))
-	require.Empty(t, memo.MissedFields(tg.Limits, key))
-	require.Equal(t, []string{"HBMGBps"}, memo.MissedFields(tg, func() any { return tg.Key().WithoutHBMBandwidth() }, "Limits", "ChipHops", "ChipLatencyNs", "Memo"))
+	require.Empty(t, memotest.MissedFields(tg, key, "Limits", "ChipHops", "ChipLatencyNs", "Memo"))
+	require.Empty(t, memotest.MissedFields(tg.Limits, key))
+	require.Equal(t, []string{"HBMGBps"}, memotest.MissedFields(tg, func() any { return tg.Key().WithoutHBMBandwidth() }, "Limits", "ChipHops", "ChipLatencyNs", "Memo"))
 }
 
 // The scheduler never reads the HBM bandwidth (only the kernels'

@@ -22,7 +22,7 @@ type ModelReport struct {
 	Tokens int64 `json:"tokens,omitempty"`
 	// Layers of LayersTotal: every model figure is for those layers plus
 	// the embedding and the head. SimulatedLayers were simulated; the
-	// others reuse the last one's LayerTimeS (TimeS is then the
+	// others reuse the middle one's LayerTimeS (TimeS is then the
 	// simulated time plus theirs; without reuse it is the simulated
 	// time).
 	Layers          int64   `json:"layers"`
@@ -86,17 +86,18 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 	}
 	h := &cfg.Hardware
 	sim := r.SimulatedTimeS
-	// Layer reuse: the last simulated layer's time (its ops' last end
-	// after the layer before's) for each layer not simulated.
+	// Layer reuse: the time of the layer before the last simulated (its
+	// ops' last end after the layer before's: a layer between two
+	// layers) for each layer not simulated.
 	var layerTime float64
-	if mi.SimLayers < mi.Layers && mi.SimLayers >= 2 {
+	if mi.SimLayers < mi.Layers && mi.SimLayers >= 3 {
 		ends := map[int64]float64{}
 		for _, o := range res.Ops {
 			if l, ok := mi.LayerOf[o.ID]; ok && o.End > 0 {
 				ends[l] = max(ends[l], o.End.Seconds())
 			}
 		}
-		layerTime = ends[mi.SimLayers-1] - ends[mi.SimLayers-2]
+		layerTime = ends[mi.SimLayers-2] - ends[mi.SimLayers-3]
 		sim += float64(mi.Layers-mi.SimLayers) * layerTime
 	}
 	overhead := h.Runtime.ExecutionOverheadUs * 1e-6
@@ -156,7 +157,7 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 		layers = fmt.Sprintf("%d of %d layers (figures are for those, the embedding and the head)", m.Layers, m.LayersTotal)
 	}
 	if m.SimulatedLayers < m.Layers {
-		layers += fmt.Sprintf("; %d simulated, the rest at the last one's %s", m.SimulatedLayers, fmtSeconds(m.LayerTimeS))
+		layers += fmt.Sprintf("; %d simulated, the rest at the middle one's %s", m.SimulatedLayers, fmtSeconds(m.LayerTimeS))
 	}
 	switch m.Mode {
 	case "prefill":

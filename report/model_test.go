@@ -77,7 +77,7 @@ func TestLayerReuseMatchesExact(t *testing.T) {
 	}
 	reuse, ri := run(false)
 	exact, ei := run(true)
-	require.Equal(t, int64(2), reuse.Model.SimulatedLayers)
+	require.Equal(t, int64(3), reuse.Model.SimulatedLayers)
 	require.Equal(t, int64(4), exact.Model.SimulatedLayers)
 	assert.InEpsilon(t, exact.Model.TimeS, reuse.Model.TimeS, 0.01, "reuse %.4g s, exact %.4g s", reuse.Model.TimeS, exact.Model.TimeS)
 	assert.Less(t, ri, ei, "reuse simulates fewer instructions")

@@ -183,9 +183,11 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if name == "" {
 		name = fmt.Sprintf("%s %s", c.Name, m.Mode)
 	}
-	// Identical layers: simulate two (the second sees the first's
-	// overlap with it, as every later layer does) and reuse the second's
-	// time for the rest, unless exact.
+	// Identical layers: simulate three and reuse the middle one's time
+	// for the rest, unless exact: it sees the overlap with the layer
+	// before and the layer after, as every layer between two layers does
+	// (the first follows the embedding, the last precedes the head, whose
+	// weights prefetch during it).
 	sim := rankGraph
 	mi.SimLayers = mi.Layers
 	if !m.Exact && mi.Layers > reuseLayers && identicalLayers(c) {
@@ -240,7 +242,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		info.Notes = append(info.Notes, fmt.Sprintf("parallel: %s, %d physical cores in all; memory figures are one core's", desc, pl.ranks))
 	}
 	if mi.SimLayers < mi.Layers {
-		info.Notes = append(info.Notes, fmt.Sprintf("layer reuse: %d of the %d layers simulated, the rest at the last one's time (the model figures; the engine, DMA and HBM figures are the %d layers'); --exact simulates every layer",
+		info.Notes = append(info.Notes, fmt.Sprintf("layer reuse: %d of the %d layers simulated, the rest at the middle one's time (the model figures; the engine, DMA and HBM figures are the %d layers'); --exact simulates every layer",
 			mi.SimLayers, mi.Layers, mi.SimLayers))
 	}
 	if m.Mode == "decode" && m.Tokens > 1 {
@@ -326,8 +328,9 @@ func peakActivationBytes(g *graph.Graph) int64 {
 	return peak
 }
 
-// reuseLayers is how many layers the reuse mode simulates.
-const reuseLayers = 2
+// reuseLayers is how many layers the reuse mode simulates: the first,
+// one that stands for each layer between two others, and the last.
+const reuseLayers = 3
 
 // identicalLayers reports whether every layer has the same shape and work
 // (no per-layer sliding windows that differ).

@@ -22,7 +22,7 @@ type ModelReport struct {
 	Tokens int64 `json:"tokens,omitempty"`
 	// Layers of LayersTotal: every model figure is for those layers plus
 	// the embedding and the head. SimulatedLayers were simulated; the
-	// others reuse the middle one's LayerTimeS (TimeS is then the
+	// others take LayerTimeS, the mean of the inner simulated ones (TimeS is then the
 	// simulated time plus theirs; without reuse it is the simulated
 	// time).
 	Layers          int64   `json:"layers"`
@@ -79,25 +79,30 @@ const (
 )
 
 // buildModel fills the model figures.
-func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, r *Report) {
+func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, r *Report) error {
 	mi := info.Model
 	if mi == nil {
-		return
+		return nil
 	}
 	h := &cfg.Hardware
 	sim := r.SimulatedTimeS
-	// Layer reuse: the time of the layer before the last simulated (its
-	// ops' last end after the layer before's: a layer between two
-	// layers) for each layer not simulated.
+	// Layer reuse: the mean time of the inner simulated layers (a
+	// layer's time is its ops' last end after the layer before's) for
+	// each layer not simulated.
 	var layerTime float64
-	if mi.SimLayers < mi.Layers && mi.SimLayers >= 3 {
+	if first, end := workloads.ReuseInner(mi.SimLayers); mi.SimLayers < mi.Layers && first >= 1 && end > first {
 		ends := map[int64]float64{}
 		for _, o := range res.Ops {
 			if l, ok := mi.LayerOf[o.ID]; ok && o.End > 0 {
 				ends[l] = max(ends[l], o.End.Seconds())
 			}
 		}
-		layerTime = ends[mi.SimLayers-2] - ends[mi.SimLayers-3]
+		lo, okLo := ends[first-1]
+		hi, okHi := ends[end-1]
+		if !okLo || !okHi || hi <= lo {
+			return fmt.Errorf("internal error: layer reuse: the simulated layers %d and %d have no ops that ran", first-1, end-1)
+		}
+		layerTime = (hi - lo) / float64(end-first)
 		sim += float64(mi.Layers-mi.SimLayers) * layerTime
 	}
 	overhead := h.Runtime.ExecutionOverheadUs * 1e-6
@@ -144,6 +149,7 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		}
 	}
 	r.Model = m
+	return nil
 }
 
 // writeModel prints the model lines of the summary.
@@ -157,7 +163,7 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 		layers = fmt.Sprintf("%d of %d layers (figures are for those, the embedding and the head)", m.Layers, m.LayersTotal)
 	}
 	if m.SimulatedLayers < m.Layers {
-		layers += fmt.Sprintf("; %d simulated, the rest at the middle one's %s", m.SimulatedLayers, fmtSeconds(m.LayerTimeS))
+		layers += fmt.Sprintf("; %d simulated, the rest at the inner ones' mean %s", m.SimulatedLayers, fmtSeconds(m.LayerTimeS))
 	}
 	switch m.Mode {
 	case "prefill":

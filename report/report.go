@@ -628,7 +628,9 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 		return nil, err
 	}
 	r.Ops = ops
-	buildModel(cfg, info, res, r)
+	if err := buildModel(cfg, info, res, r); err != nil {
+		return nil, err
+	}
 	if err := buildGPU(cfg, info, r); err != nil {
 		return nil, err
 	}

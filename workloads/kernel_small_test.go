@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -214,4 +215,106 @@ func TestEmbeddingRoPEKVAppendReportWhatDoesNotFit(t *testing.T) {
 	_, err = kernels.PlanRoPE(kernels.RoPE{Rows: 1, Heads: 1, HeadDim: 63, DType: isa.BF16}, kernels.RoPEOptions{}, tg)
 	var shape *kernels.ShapeError
 	require.ErrorAs(t, err, &shape)
+}
+
+// The KV append and attention agree on where a head-major cache keeps
+// each row: composed as a decode step composes them (batch 2, GQA), the
+// append writes exactly the new rows (b*H+h)*T+Past, and attention's K
+// and V transfers each read rows of one (sequence, head) block, all of
+// them between them, the new row included.
+func TestHeadMajorCacheRowsAgree(t *testing.T) {
+	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=trn2"}})
+	require.NoError(t, err)
+	tg := Target(cfg)
+	const batch, qh, kvh, d, past = 2, 4, 2, 64, 300
+	tk := int64(past + 1)
+	k := tile.New("step")
+	newK := k.Tensor("new_k", isa.BF16, tile.Input, batch, kvh*d)
+	newV := k.Tensor("new_v", isa.BF16, tile.Input, batch, kvh*d)
+	q := k.Tensor("q", isa.BF16, tile.Input, batch, qh*d)
+	o := k.Tensor("o", isa.BF16, tile.Output, batch, qh*d)
+	kc := k.Tensor("k_cache", isa.BF16, tile.Output, batch*kvh*tk, d)
+	vc := k.Tensor("v_cache", isa.BF16, tile.Output, batch*kvh*tk, d)
+	for i, nw := range []struct {
+		src, cache *tile.Tile
+	}{{newK, kc}, {newV, vc}} {
+		ap, err := kernels.PlanKVAppend(kernels.KVAppend{Batch: batch, Seq: 1, Past: past, Heads: kvh, HeadDim: d, DType: isa.BF16, HeadMajor: true}, kernels.KVAppendOptions{OpID: 1}, tg)
+		require.NoError(t, err)
+		ak, err := ap.Kernel()
+		require.NoError(t, err)
+		require.NoError(t, k.Root().Inline(ak, fmt.Sprintf("a%d_", i), map[string]*tile.Tile{"NEW": nw.src, "CACHE": nw.cache}))
+	}
+	at, err := kernels.PlanAttention(attnDecode(batch, 1, past, qh, kvh, d), kernels.AttentionOptions{OpID: 2}, tg)
+	require.NoError(t, err)
+	atk, err := at.Kernel()
+	require.NoError(t, err)
+	require.NoError(t, k.Root().Inline(atk, "s_", map[string]*tile.Tile{"Q": q, "K": kc, "V": vc, "O": o}))
+	require.NoError(t, k.Finish())
+	p, err := sched.Compile(k, tg, sched.Options{DGEAuto: true})
+	require.NoError(t, err)
+
+	rowBytes := int64(d * isa.BF16.Bytes())
+	bufOf := map[string]int32{}
+	for i, b := range p.Program.Buffers {
+		bufOf[b.Name] = int32(i)
+	}
+	written := map[string]map[int64]bool{"k_cache": {}, "v_cache": {}}
+	read := map[string]map[int64]bool{"k_cache": {}, "v_cache": {}}
+	for _, st := range p.Program.Open() {
+		for {
+			in, err := st.Next()
+			require.NoError(t, err)
+			if in == nil {
+				break
+			}
+			in.Operands(func(op *isa.Operand, role isa.OperandRole) {
+				for name, buf := range bufOf {
+					if op.Buffer != buf || (name != "k_cache" && name != "v_cache") {
+						continue
+					}
+					base := p.Program.Buffers[buf].Offset
+					lo, hi := op.AP.ByteSpan()
+					r0, r1 := (lo+in.HBMOffset-base)/rowBytes, (hi+in.HBMOffset-base-1)/rowBytes
+					if role == isa.RoleWrite {
+						require.Equal(t, int32(1), in.OpID, "only the append writes the cache")
+						for r := r0; r <= r1; r++ {
+							written[name][r] = true
+						}
+						continue
+					}
+					require.Equal(t, r0/tk, r1/tk, "a transfer of %s reads rows %d..%d, across two (sequence, head) blocks of %d", name, r0, r1, tk)
+					for r := r0; r <= r1; r++ {
+						read[name][r] = true
+					}
+				}
+			})
+		}
+	}
+	for _, name := range []string{"k_cache", "v_cache"} {
+		want := map[int64]bool{}
+		for b := int64(0); b < batch; b++ {
+			for h := int64(0); h < kvh; h++ {
+				want[(b*kvh+h)*tk+past] = true
+			}
+		}
+		assert.Equal(t, want, written[name], "%s: the append writes the new row of each sequence and head", name)
+		assert.Len(t, read[name], int(batch*kvh*tk), "%s: attention reads every row", name)
+	}
+}
+
+// A model's KV cache is stored head by head: Llama-3.2-1B's (8 KV heads of
+// 64) at batch 2 after 100 positions is [2*8*101, 64] per layer, K and V.
+func TestModelsStoreTheKVCacheHeadMajor(t *testing.T) {
+	cfg, err := configs.LoadBytes([]byte("hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, batch: 2, context: 100, tokens: 1, layers: 1}\n"), "m.yaml", configs.LoadOptions{})
+	require.NoError(t, err)
+	prog, _, err := Lower(cfg)
+	require.NoError(t, err)
+	n := 0
+	for _, b := range prog.Buffers {
+		if strings.Contains(b.Name, "_cache") {
+			assert.Equal(t, []int64{2 * 8 * 101, 64}, b.Shape, b.Name)
+			n++
+		}
+	}
+	assert.Equal(t, 2, n, "a K and a V cache")
 }

@@ -282,7 +282,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				// kv is rows [t0, t0+n) of the slot's head in K or V.
 				kv := func(x *Tile, t0, n Expr) Access {
 					if a.KVHeadMajor {
-						return x.At(RS(bi.MulC(a.KVHeads).Add(kvh).MulC(T).Add(t0), n), R(C(0), C(d)))
+						return x.At(RS(kvCacheRow(bi, kvh, t0, a.KVHeads, T), n), R(C(0), C(d)))
 					}
 					return x.At(RS(bi.MulC(T).Add(t0), n), RS(kvh.MulC(d), C(d)))
 				}

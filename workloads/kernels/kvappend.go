@@ -80,6 +80,13 @@ func PlanKVAppend(a KVAppend, o KVAppendOptions, tg *sched.Target) (*KVAppendPla
 	return p, nil
 }
 
+// kvCacheRow is the row of position t of KV head h of sequence b in a KV
+// cache stored head by head, positions rows per head and heads heads per
+// sequence: the one layout the append writes and attention reads.
+func kvCacheRow(b, h, t Expr, heads, positions int64) Expr {
+	return b.MulC(heads).Add(h).MulC(positions).Add(t)
+}
+
 // cacheShape is the HBM shape of the cache: token-major, or head by head.
 func (a KVAppend) cacheShape() (rows, cols int64) {
 	t := add(a.Past, a.Seq)
@@ -121,7 +128,7 @@ func (p *KVAppendPlan) Kernel() (*Kernel, error) {
 			if a.HeadMajor {
 				b.For("h", C(0), C(a.Heads), Parallel, func(b *Block, h Expr) {
 					src := nw.At(RS(bi.MulC(a.Seq).Add(si.MulC(blk)), rows), RS(h.MulC(a.HeadDim), C(a.HeadDim)))
-					dst := cache.At(RS(bi.MulC(a.Heads).Add(h).MulC(t).AddC(a.Past).Add(si.MulC(blk)), rows), R(C(0), C(a.HeadDim)))
+					dst := cache.At(RS(kvCacheRow(bi, h, C(a.Past).Add(si.MulC(blk)), a.Heads, t), rows), R(C(0), C(a.HeadDim)))
 					b.Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{dst}, Ins: []Access{src}, OpID: p.opID})
 				})
 				return

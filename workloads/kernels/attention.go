@@ -168,11 +168,32 @@ func (p *AttentionPlan) sbufBytes() int64 {
 	s := func(b int64) int64 { return roundUp(b, 64) }
 	rows := p.QB * p.Pack
 	nT := ceilDiv(p.T, 128)
-	kv := mul(p.NBuf, add(s(mul(p.KVSlots, p.T, eb)), s(mul(p.KVSlots, nT, a.HeadDim+1, eb))))
+	kv := mul(p.NBuf, add(s(mul(p.KVSlots, p.T, eb)), s(mul(p.KVSlots, nT, p.vWidth(), eb))))
 	masks := 3 * s((128+p.QB)*4)
 	perLane := add(mul(p.NBuf, s(rows*eb)), 2*s(8), 2*s((a.HeadDim+1)*4), // Q^T, m, O
-		2*3*s(4), 2*s(p.KB*eb), 2*s(p.KB*eb), s(4), s(a.HeadDim*eb)) // stats, P, P^T, 1/l, out
+		3*3*s(4), 2*s(p.KB*eb), 2*s(p.KB*eb), s(4), s(a.HeadDim*eb)) // stats and row sums, P, P^T, 1/l, out
 	return add(kv, masks, mul(p.Lanes, perLane))
+}
+
+// interleavedV reports whether V's key tiles interleave their keys: with
+// the cache stored head by head, one query block (decode) and no window,
+// each key block's 128-key tiles take every KT-th key of the block (tile j
+// holds keys j, j+KT, ...), so that each partition loads KT consecutive
+// keys in one run (KT head_dim-long rows, contiguous in a head-major
+// cache) where plain tiles give it one row per descriptor; P's columns are
+// transposed in the same order. V then has no column of ones: the row
+// sums come from ScalarE's accumulator as it computes P.
+func (p *AttentionPlan) interleavedV() bool {
+	return p.A.KVHeadMajor && p.A.Window == 0 && ceilDiv(p.A.Seq, p.QB) == 1
+}
+
+// vWidth is the columns of a V row in SBUF: head_dim, and the ones column
+// whose P V is the row sum unless the keys interleave.
+func (p *AttentionPlan) vWidth() int64 {
+	if p.interleavedV() {
+		return p.A.HeadDim
+	}
+	return p.A.HeadDim + 1
 }
 
 // Choices lists the resolved options.
@@ -271,6 +292,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	}
 	nGroups := a.QHeads / (L * Pk)
 	nQB := ceilDiv(a.Seq, QB)
+	inter, vw := p.interleavedV(), p.vWidth()
 	// loadKV loads head group hg's K^T and V (of batch element bi) into
 	// kt and vt.
 	loadKV := func(b *Block, kt, vt atter, bi, hg Expr) {
@@ -286,14 +308,37 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					}
 					return x.At(RS(bi.MulC(T).Add(t0), n), RS(kvh.MulC(d), C(d)))
 				}
-				// Ones column of V: P V's last column is the row sum of P.
-				op(b, &Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: ins(vt.At(R(C(0), C(128)), I(C(s)), R(C(0), C(nT)), RS(C(d), C(1)))), Attrs: isa.Attrs{Value: 1}})
+				if !inter {
+					// Ones column of V: P V's last column is the row sum of P.
+					op(b, &Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: ins(vt.At(R(C(0), C(128)), I(C(s)), R(C(0), C(nT)), RS(C(d), C(1)))), Attrs: isa.Attrs{Value: 1}})
+				}
 				// K^T and V in chunks of a key block, so the first blocks
 				// start before the last keys arrive.
 				b.For(fmt.Sprintf("kc%d", s), C(0), C(ceilDiv(T, KB)), Parallel, func(b *Block, kc Expr) {
 					t0 := kc.MulC(KB)
 					w := Min(C(KB), C(T).Sub(t0))
 					dma(b, isa.OpDMATranspose, kt.At(R(C(0), C(d)), I(C(s)), RS(t0, w)), kv(kHBM, t0, w))
+					if inter {
+						// Interleaved: partition p of the block's tiles takes
+						// its keys p*f .. p*f+f-1 (f its tiles), in one run.
+						interleave := func(b *Block, w int64) {
+							f := ceilDiv(w, 128)
+							np, r := w/f, w%f
+							dma(b, isa.OpDMACopy, vt.At(R(C(0), C(np)), I(C(s)), RS(kc.MulC(KT), C(f)), R(C(0), C(d))),
+								kv(vHBM, t0, C(np*f)).Rearranged(&Rearrange{In: [][]string{{"p", "t"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: map[string]int64{"t": f}}))
+							if r > 0 {
+								dma(b, isa.OpDMACopy, vt.At(R(C(np), C(np+1)), I(C(s)), RS(kc.MulC(KT), C(r)), R(C(0), C(d))),
+									kv(vHBM, t0.AddC(np*f), C(r)).Rearranged(&Rearrange{In: [][]string{{"p", "t"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: map[string]int64{"p": 1}}))
+							}
+						}
+						nFull, last := T/KB, T%KB
+						if last == 0 {
+							interleave(b, KB)
+						} else {
+							b.If(kc.Lt(C(nFull)), func(b *Block) { interleave(b, KB) }, func(b *Block) { interleave(b, last) })
+						}
+						return
+					}
 					full := w.Div(C(128))
 					b.When(full.Gt(C(0)), func(b *Block) {
 						dma(b, isa.OpDMACopy, vt.At(R(C(0), C(128)), I(C(s)), RS(kc.MulC(KT), full), R(C(0), C(d))),
@@ -326,11 +371,11 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	// and each head group's loads overlap the groups before).
 	nHG := a.Batch * nGroups
 	eb := int64(dt.Bytes())
-	preload := nQB == 1 && mul(nHG, add(roundUp(mul(p.KVSlots, T, eb), 64), roundUp(mul(p.KVSlots, nT, d+1, eb), 64), mul(L, roundUp(RB*eb, 64)))) <= preloadBytes
+	preload := nQB == 1 && mul(nHG, add(roundUp(mul(p.KVSlots, T, eb), 64), roundUp(mul(p.KVSlots, nT, vw, eb), 64), mul(L, roundUp(RB*eb, 64)))) <= preloadBytes
 	var ktAll, vtAll, qtAll *Tile
 	if preload {
 		ktAll = root.Tile("kt_all", isa.MemSBUF, dt, []int64{128, nHG, p.KVSlots, T}, 1)
-		vtAll = root.Tile("v_all", isa.MemSBUF, dt, []int64{128, nHG, p.KVSlots, nT, d + 1}, 1)
+		vtAll = root.Tile("v_all", isa.MemSBUF, dt, []int64{128, nHG, p.KVSlots, nT, vw}, 1)
 		qtAll = root.Tile("qt_all", isa.MemSBUF, dt, []int64{128, nHG * L, RB}, 1)
 		root.For("b_p", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
 			b.For("hg_p", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
@@ -350,12 +395,12 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				kt, vt = slotted{ktAll, idx, true}, slotted{vtAll, idx, true}
 			} else {
 				kt = b.Tile("kt", isa.MemSBUF, dt, []int64{128, p.KVSlots, T}, nbuf)
-				vt = b.Tile("v", isa.MemSBUF, dt, []int64{128, p.KVSlots, nT, d + 1}, nbuf)
+				vt = b.Tile("v", isa.MemSBUF, dt, []int64{128, p.KVSlots, nT, vw}, nbuf)
 				loadKV(b, kt, vt, bi, hg)
 			}
 			type lane struct {
-				m, o, pr, al *Tile
-				slot         int64
+				m, o, pr, al, rs *Tile
+				slot             int64
 			}
 			// Per lane, the running state of two consecutive query blocks
 			// (by parity of qb) and P and alpha of two consecutive key
@@ -369,6 +414,10 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				ln.o = b.Tile(fmt.Sprintf("o%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, d + 1}, 1)
 				ln.pr = b.Tile(fmt.Sprintf("p%d", l), isa.MemSBUF, dt, []int64{128, 2, 2, KB}, 1)
 				ln.al = b.Tile(fmt.Sprintf("al%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, 2}, 1)
+				if inter {
+					// The row sums of P, from ScalarE's accumulator.
+					ln.rs = b.Tile(fmt.Sprintf("rs%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, 2}, 1)
+				}
 			}
 			// PSUM, one tile each for all lanes (so that no lane's shares
 			// another's memory): the scores (a bank per lane), P^T, and
@@ -456,8 +505,15 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						op(b, &Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: ins(ln.al.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1)))), Ins: ins(mPrev, nb),
 							Attrs: isa.Attrs{Func: isa.ActExp, Scale: p.scale}})
 					})
+					pAttrs := isa.Attrs{Func: isa.ActExp, Scale: p.scale}
+					if inter {
+						pAttrs.Accumulate = isa.ALUAdd
+					}
 					op(b, &Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: ins(ln.pr.At(R(C(0), rows), I(gq.qpar), I(cur), R(C(0), bs))), Ins: ins(sAll, nb),
-						Attrs: isa.Attrs{Func: isa.ActExp, Scale: p.scale}})
+						Attrs: pAttrs})
+					if inter {
+						op(b, &Op{Opcode: isa.OpActReadAccumulator, Engine: isa.EngineScalar, Outs: ins(ln.rs.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1))))})
+					}
 				}
 			}
 			// accumulate is the second stage of key block kb: P^T by
@@ -523,6 +579,100 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: ins(oSB), Ins: ins(oSB, oAll), Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
 					})
 				}
+			}
+			// accumulateInter is accumulate with interleaved V
+			// (interleavedV): key block kb (one query block, so kb0 = kb*KB)
+			// has f tiles, and tile j its keys j, j+f, ...: np of them, one
+			// more for the first r tiles. P^T tile j transposes those
+			// columns of P; O's last column (the row sum) adds the block's
+			// sum of P from ScalarE's accumulator.
+			accumulateInter := func(b *Block, gq geom, kb Expr, sfx string) {
+				body := func(b *Block, w int64, bsfx string) {
+					rows := gq.rows
+					f := ceilDiv(w, 128)
+					np, r := w/f, w%f
+					cnt := func(j int64) int64 {
+						if j < r {
+							return np + 1
+						}
+						return np
+					}
+					cur := kb.Mod(C(2))
+					first := kb.Eq(C(0))
+					pts := make([]*Tile, L)
+					for l := int64(0); l < L; l++ {
+						pr := lanes[l].pr
+						for j := int64(0); j < f; j++ {
+							c := cnt(j)
+							op(b, &Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: ins(lat(psPT, l, R(C(0), C(c)), I(C(j)), R(C(0), rows))),
+								Ins: ins(pr.At(R(C(0), rows), I(gq.qpar), I(cur), Range{Start: C(j), Stop: C(j + f*(c-1) + 1), Step: f}))})
+						}
+					}
+					for l := int64(0); l < L; l++ {
+						pt := b.Tile(fmt.Sprintf("pt%d%s%s", l, sfx, bsfx), isa.MemSBUF, dt, []int64{128, KT, 128}, 2)
+						pts[l] = pt
+						eng := isa.EngineVector
+						if l%2 == 1 {
+							eng = isa.EngineScalar
+						}
+						evac := func(parts, j0, j1 int64) {
+							op(b, &Op{Opcode: isa.OpTensorCopy, Engine: eng, Outs: ins(pt.At(R(C(0), C(parts)), R(C(j0), C(j1)), R(C(0), rows))),
+								Ins: ins(lat(psPT, l, R(C(0), C(parts)), R(C(j0), C(j1)), R(C(0), rows)))})
+						}
+						if r > 0 {
+							evac(np+1, 0, r)
+						}
+						if r < f {
+							evac(np, r, f)
+						}
+					}
+					for l := int64(0); l < L; l++ {
+						ln := &lanes[l]
+						pt := pts[l]
+						oAll := lat(psO, l, R(C(0), rows), R(C(0), C(d)))
+						for j := int64(0); j < f; j++ {
+							c := cnt(j)
+							op(b, &Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: ins(pt.At(R(C(0), C(c)), I(C(j)), R(C(0), rows)))})
+							start, stop := int64(0), int64(0)
+							if j == 0 {
+								start = 1
+							}
+							if j == f-1 {
+								stop = 1
+							}
+							op(b, &Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: ins(oAll),
+								Ins:   ins(vt.At(R(C(0), C(c)), I(C(ln.slot)), I(kb.MulC(KT).AddC(j)), R(C(0), C(d)))),
+								Start: C(start), Stop: C(stop)})
+						}
+					}
+					for l := int64(0); l < L; l++ {
+						ln := &lanes[l]
+						oAll := lat(psO, l, R(C(0), rows), R(C(0), C(d)))
+						oSB := ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d+1)))
+						oD := ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d)))
+						oL := ln.o.At(R(C(0), rows), I(gq.qpar), RS(C(d), C(1)))
+						al := ln.al.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1)))
+						rs := ln.rs.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1)))
+						b.If(first, func(b *Block) {
+							op(b, &Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineScalar, Outs: ins(oD), Ins: ins(oAll)})
+							op(b, &Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineGpSimd, Outs: ins(oL), Ins: ins(rs)})
+						}, func(b *Block) {
+							op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(oSB), Ins: ins(oSB, al),
+								Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+							op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: ins(oD), Ins: ins(oD, oAll), Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+							op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: ins(oL), Ins: ins(oL, rs), Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+						})
+					}
+				}
+				nFull, last := T/KB, T%KB
+				if last == 0 {
+					body(b, KB, "")
+					return
+				}
+				b.If(kb.Lt(C(nFull)), func(b *Block) { body(b, KB, "f") }, func(b *Block) { body(b, last, "l") })
+			}
+			if inter {
+				accumulate = accumulateInter
 			}
 			// finalize divides O by the row sums and stores it.
 			finalize := func(b *Block, gq geom, sfx string) {

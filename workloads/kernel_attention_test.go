@@ -160,6 +160,11 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 		{"decode past 2047 batch 4 mha d64", "inf2", attnDecode(4, 1, 2047, 12, 12, 64)},
 		{"decode past 2047 batch 4 gqa d128", "trn3", attnDecode(4, 1, 2047, 32, 8, 128)},
 		{"decode past 1000 batch 2 window 256 d64", "trn3", windowDecode},
+		// Long contexts whose last key block is ragged (the interleaved V's
+		// two block shapes share their SBUF).
+		{"decode past 6999 gqa d64", "trn2", attnDecode(1, 1, 6999, 32, 8, 64)},
+		{"decode past 5999 batch 2 gqa d128", "trn3", attnDecode(2, 1, 5999, 32, 8, 128)},
+		{"decode past 5999 gqa d64", "trn1", attnDecode(1, 1, 5999, 32, 8, 64)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.preset+" "+tc.name, func(t *testing.T) {

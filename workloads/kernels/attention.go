@@ -171,15 +171,18 @@ func (p *AttentionPlan) sbufBytes() int64 {
 	kv := mul(p.NBuf, add(s(mul(p.KVSlots, p.T, eb)), s(mul(p.KVSlots, nT, p.vWidth(), eb))))
 	masks := 3 * s((128+p.QB)*4)
 	perLane := add(mul(p.NBuf, s(rows*eb)), 2*s(8), 2*s((a.HeadDim+1)*4), // Q^T, m, O
-		3*3*s(4), 2*s(p.KB*eb), 2*s(p.KB*eb), s(4), s(a.HeadDim*eb)) // stats and row sums, P, P^T, 1/l, out
+		2*3*s(4), 2*s(p.KB*eb), 2*s(p.KB*eb), s(4), s(a.HeadDim*eb)) // stats, P, P^T, 1/l, out
+	if p.interleavedV() {
+		perLane = add(perLane, s(2*2*4)) // the row sums
+	}
 	return add(kv, masks, mul(p.Lanes, perLane))
 }
 
 // interleavedV reports whether V's key tiles interleave their keys: with
 // the cache stored head by head, one query block (decode) and no window,
-// each key block's 128-key tiles take every KT-th key of the block (tile j
-// holds keys j, j+KT, ...), so that each partition loads KT consecutive
-// keys in one run (KT head_dim-long rows, contiguous in a head-major
+// the f 128-key tiles of a key block take every f-th key of the block
+// (tile j holds keys j, j+f, ...), so that each partition loads f
+// consecutive keys in one run (KT head_dim-long rows, contiguous in a head-major
 // cache) where plain tiles give it one row per descriptor; P's columns are
 // transposed in the same order. V then has no column of ones: the row
 // sums come from ScalarE's accumulator as it computes P.
@@ -240,7 +243,10 @@ func (a Attention) FLOPs() float64 {
 // O = alpha*O + O_blk (GpSimd, VectorE). The lanes' softmax steps of one
 // key block come before their P V steps, so one lane's ScalarE and
 // VectorE work overlaps another's matmuls. At the end O is divided by its
-// last column (the row sum) and stored.
+// last column (the row sum) and stored. Decode from a head-major cache
+// (interleavedV) loads V without the ones column, its key tiles
+// interleaved, and adds each block's row sums from ScalarE's accumulator
+// (the exp that makes P accumulates them) to O's last column.
 func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	a := p.A
 	d, T, g := a.HeadDim, p.T, a.QHeads/a.KVHeads
@@ -331,10 +337,12 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 									kv(vHBM, t0.AddC(np*f), C(r)).Rearranged(&Rearrange{In: [][]string{{"p", "t"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: map[string]int64{"p": 1}}))
 							}
 						}
-						nFull, last := T/KB, T%KB
-						if last == 0 {
+						switch nFull, last := T/KB, T%KB; {
+						case last == 0:
 							interleave(b, KB)
-						} else {
+						case nFull == 0:
+							interleave(b, last)
+						default:
 							b.If(kc.Lt(C(nFull)), func(b *Block) { interleave(b, KB) }, func(b *Block) { interleave(b, last) })
 						}
 						return
@@ -587,7 +595,13 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			// columns of P; O's last column (the row sum) adds the block's
 			// sum of P from ScalarE's accumulator.
 			accumulateInter := func(b *Block, gq geom, kb Expr, sfx string) {
-				body := func(b *Block, w int64, bsfx string) {
+				// P^T's SBUF tiles, one set for both block shapes (a tile
+				// declared in each branch would take SBUF of its own).
+				pts := make([]*Tile, L)
+				for l := int64(0); l < L; l++ {
+					pts[l] = b.Tile(fmt.Sprintf("pt%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, KT, 128}, 2)
+				}
+				body := func(b *Block, w int64) {
 					rows := gq.rows
 					f := ceilDiv(w, 128)
 					np, r := w/f, w%f
@@ -599,7 +613,6 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					}
 					cur := kb.Mod(C(2))
 					first := kb.Eq(C(0))
-					pts := make([]*Tile, L)
 					for l := int64(0); l < L; l++ {
 						pr := lanes[l].pr
 						for j := int64(0); j < f; j++ {
@@ -609,8 +622,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						}
 					}
 					for l := int64(0); l < L; l++ {
-						pt := b.Tile(fmt.Sprintf("pt%d%s%s", l, sfx, bsfx), isa.MemSBUF, dt, []int64{128, KT, 128}, 2)
-						pts[l] = pt
+						pt := pts[l]
 						eng := isa.EngineVector
 						if l%2 == 1 {
 							eng = isa.EngineScalar
@@ -664,12 +676,14 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						})
 					}
 				}
-				nFull, last := T/KB, T%KB
-				if last == 0 {
-					body(b, KB, "")
-					return
+				switch nFull, last := T/KB, T%KB; {
+				case last == 0:
+					body(b, KB)
+				case nFull == 0:
+					body(b, last)
+				default:
+					b.If(kb.Lt(C(nFull)), func(b *Block) { body(b, KB) }, func(b *Block) { body(b, last) })
 				}
-				b.If(kb.Lt(C(nFull)), func(b *Block) { body(b, KB, "f") }, func(b *Block) { body(b, last, "l") })
 			}
 			if inter {
 				accumulate = accumulateInter

@@ -720,6 +720,12 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				// finished).
 				b.For("kb", C(0), gq.nKB, Sequential, func(b *Block, kb Expr) {
 					softmax(b, gq, qts, kb)
+					if nQB == 1 {
+						// (No query block before this one to finish: its
+						// tiles would take SBUF for nothing.)
+						b.When(kb.Gt(C(0)), func(b *Block) { accumulate(b, gq, kb.Sub(C(1)), "") })
+						return
+					}
 					b.If(kb.Gt(C(0)), func(b *Block) { accumulate(b, gq, kb.Sub(C(1)), "") }, func(b *Block) {
 						b.When(qb.Gt(C(0)), func(b *Block) {
 							gp := geomOf(qb.Sub(C(1)))

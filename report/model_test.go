@@ -18,6 +18,21 @@ import (
 	"github.com/trnsim/trnsim/workloads"
 )
 
+// simulateModel loads a run config's text, lowers, simulates and reports
+// it.
+func simulateModel(t *testing.T, text string) (*configs.RunConfig, *report.Report, *chip.Result) {
+	t.Helper()
+	cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
+	require.NoError(t, err)
+	prog, info, err := workloads.Lower(cfg)
+	require.NoError(t, err)
+	res, err := chip.Run(cfg, prog, chip.Options{})
+	require.NoError(t, err)
+	r, err := report.Build(cfg, info, res, "test")
+	require.NoError(t, err)
+	return cfg, r, res
+}
+
 // Model figures hold together: MFU, MBU and HFU are percentages no more
 // than 100, MFU is about HFU when the matmuls dominate, decode reports a
 // time per token and prefill a time to first token, and the summary
@@ -30,15 +45,7 @@ func TestModelFigures(t *testing.T) {
 		{"bert-base", "mode: prefill, seq: 128, batch: 2"},
 	} {
 		t.Run(tc.model+"/"+tc.pass, func(t *testing.T) {
-			text := fmt.Sprintf("hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: %s, %s, layers: 1}\n", tc.model, tc.pass)
-			cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
-			require.NoError(t, err)
-			prog, info, err := workloads.Lower(cfg)
-			require.NoError(t, err)
-			res, err := chip.Run(cfg, prog, chip.Options{})
-			require.NoError(t, err)
-			r, err := report.Build(cfg, info, res, "test")
-			require.NoError(t, err)
+			cfg, r, _ := simulateModel(t, fmt.Sprintf("hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: %s, %s, layers: 1}\n", tc.model, tc.pass))
 			m := r.Model
 			require.NotNil(t, m)
 			for name, v := range map[string]float64{"mfu": m.MFUPct, "mbu": m.MBUPct, "hfu": r.PeakPct} {
@@ -59,8 +66,6 @@ func TestModelFigures(t *testing.T) {
 	}
 }
 
-// Layer reuse (the default) and --exact agree within 1% on four
-// Llama-3-8B layers at 2,048 tokens (weight prefetch crosses the layer
 // Layer reuse gives what simulating every layer gives, within 0.3%, on
 // models whose layers warm up (GPT-2), run short before the head (a
 // decode), or take turns in time (Llama-3.2-1B's prefill), while
@@ -77,15 +82,7 @@ func TestLayerReuseMatchesExact(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(exact bool) (*report.Report, int64) {
-				text := fmt.Sprintf("hardware: %s\nworkload:\n  kind: model\n  model: {%s, exact: %v}\n", tc.hw, tc.model, exact)
-				cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
-				require.NoError(t, err)
-				prog, info, err := workloads.Lower(cfg)
-				require.NoError(t, err)
-				res, err := chip.Run(cfg, prog, chip.Options{})
-				require.NoError(t, err)
-				r, err := report.Build(cfg, info, res, "test")
-				require.NoError(t, err)
+				_, r, res := simulateModel(t, fmt.Sprintf("hardware: %s\nworkload:\n  kind: model\n  model: {%s, exact: %v}\n", tc.hw, tc.model, exact))
 				return r, res.Instructions
 			}
 			reuse, ri := run(false)
@@ -104,15 +101,7 @@ func TestLayerReuseMatchesExact(t *testing.T) {
 // The GPU baselines time the same graph: positive times, tokens/s from
 // them, percentages within 100, and the speed ratio as defined.
 func TestGPUComparison(t *testing.T) {
-	text := "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 512, layers: 2, gpus: [h100, a100-80gb]}\n"
-	cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
-	require.NoError(t, err)
-	prog, info, err := workloads.Lower(cfg)
-	require.NoError(t, err)
-	res, err := chip.Run(cfg, prog, chip.Options{})
-	require.NoError(t, err)
-	r, err := report.Build(cfg, info, res, "test")
-	require.NoError(t, err)
+	cfg, r, _ := simulateModel(t, "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 512, layers: 2, gpus: [h100, a100-80gb]}\n")
 	require.Len(t, r.GPU, 2)
 	for _, g := range r.GPU {
 		assert.Greater(t, g.TimeS, 0.0)
@@ -172,22 +161,14 @@ func TestGPUComparison(t *testing.T) {
 	assert.Contains(t, out.String(), "why, by op         against H100 SXM: Trainium loses most on ")
 
 	cfg.Workload.Model.GPUs = []string{"v100"}
-	_, err = runner.Run(cfg, runner.Options{})
+	_, err := runner.Run(cfg, runner.Options{})
 	assert.ErrorContains(t, err, `workload.model.gpus: unknown GPU "v100"`)
 }
 
 // The comparison figures are written as PNG images, and a run without GPU
 // baselines writes none of them (its rooflines and stalls still).
 func TestWriteFigures(t *testing.T) {
-	text := "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 256, layers: 2}\n"
-	cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
-	require.NoError(t, err)
-	prog, info, err := workloads.Lower(cfg)
-	require.NoError(t, err)
-	res, err := chip.Run(cfg, prog, chip.Options{})
-	require.NoError(t, err)
-	r, err := report.Build(cfg, info, res, "test")
-	require.NoError(t, err)
+	_, r, _ := simulateModel(t, "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 256, layers: 2}\n")
 	dir := t.TempDir()
 	files, err := r.WriteFigures(dir, "png")
 	require.NoError(t, err)

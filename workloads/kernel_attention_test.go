@@ -140,6 +140,8 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 	window.Window = 128
 	windowDecode := attnDecode(2, 1, 1000, 32, 8, 64)
 	windowDecode.Window = 256
+	fp32Decode := attnDecode(2, 1, 300, 32, 8, 64)
+	fp32Decode.DType = isa.FP32
 	cases := []struct {
 		name   string
 		preset string
@@ -165,6 +167,11 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 		{"decode past 6999 gqa d64", "trn2", attnDecode(1, 1, 6999, 32, 8, 64)},
 		{"decode past 5999 batch 2 gqa d128", "trn3", attnDecode(2, 1, 5999, 32, 8, 128)},
 		{"decode past 5999 gqa d64", "trn1", attnDecode(1, 1, 5999, 32, 8, 64)},
+		// Awkward cache lengths: one key, a block of two ragged tiles, an
+		// FP32 cache.
+		{"decode past 0 gqa d128", "trn2", attnDecode(1, 1, 0, 32, 8, 128)},
+		{"decode past 129 mha d64", "trn3", attnDecode(3, 1, 129, 12, 12, 64)},
+		{"decode past 300 batch 2 gqa d64 fp32", "inf2", fp32Decode},
 	}
 	for _, tc := range cases {
 		t.Run(tc.preset+" "+tc.name, func(t *testing.T) {

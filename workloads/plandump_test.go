@@ -30,8 +30,7 @@ func TestPlanDump(t *testing.T) {
 				for _, lay := range []string{"km", "mk"} {
 					for _, sbuf := range []string{"", "128", "176"} {
 						for _, bw := range []string{"", "1000"} {
-							sets := []string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
-								fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dt, "workload.gemm.a_layout=" + lay}
+							sets := gemmSets(preset, shape, "workload.gemm.dtype="+dt, "workload.gemm.a_layout="+lay)
 							if sbuf != "" {
 								sets = append(sets, "hardware.core.sbuf.partition_kib="+sbuf)
 							}
@@ -55,4 +54,11 @@ func TestPlanDump(t *testing.T) {
 		}
 	}
 	require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
+}
+
+// gemmSets is the --set values of a GEMM of shape (m, k, n) on preset, and
+// the extra ones.
+func gemmSets(preset string, shape [3]int, extra ...string) []string {
+	return append([]string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
+		fmt.Sprintf("workload.gemm.n=%d", shape[2])}, extra...)
 }

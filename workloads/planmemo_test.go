@@ -29,8 +29,7 @@ func TestPlanMemoGivesTheSamePlans(t *testing.T) {
 				for _, lay := range []string{"km", "mk"} {
 					for _, bw := range []string{"", "1000"} {
 						for _, sbuf := range []string{"", "96", "128", "176", "384"} {
-							sets := []string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
-								fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dt, "workload.gemm.a_layout=" + lay}
+							sets := gemmSets(preset, shape, "workload.gemm.dtype="+dt, "workload.gemm.a_layout="+lay)
 							if sbuf != "" {
 								sets = append(sets, "hardware.core.sbuf.partition_kib="+sbuf)
 							}
@@ -124,8 +123,7 @@ func TestCheckGivesWhatLowerGives(t *testing.T) {
 					{"workload.lowering.block_k=100"}, {"workload.lowering.dma_queues=2"}, {"workload.lowering.dge=hw"}} {
 					for _, sbuf := range []string{"", "8", "96"} {
 						for _, bw := range []string{"", "1000", "4000"} {
-							sets := append([]string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
-								fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dt}, extra...)
+							sets := gemmSets(preset, shape, append([]string{"workload.gemm.dtype=" + dt}, extra...)...)
 							if sbuf != "" {
 								sets = append(sets, "hardware.core.sbuf.partition_kib="+sbuf)
 							}

@@ -172,10 +172,9 @@ func TestPlanLowerBoundBelowEstimate(t *testing.T) {
 					for _, blocks := range [][3]int{{128, 512, 128}, {512, 1024, 512}, {2048, 2048, 1024}, {384, 1536, 8192}} {
 						for _, evac := range []string{"vector", "auto", "scalar", "alternate"} {
 							dtype, weights, _ := strings.Cut(dt, "/")
-							sets := []string{"hardware.preset=" + preset, fmt.Sprintf("workload.gemm.m=%d", shape[0]), fmt.Sprintf("workload.gemm.k=%d", shape[1]),
-								fmt.Sprintf("workload.gemm.n=%d", shape[2]), "workload.gemm.dtype=" + dtype, "workload.gemm.a_layout=" + lay,
+							sets := gemmSets(preset, shape, "workload.gemm.dtype="+dtype, "workload.gemm.a_layout="+lay,
 								fmt.Sprintf("workload.lowering.block_m=%d", blocks[0]), fmt.Sprintf("workload.lowering.block_n=%d", blocks[1]), fmt.Sprintf("workload.lowering.block_k=%d", blocks[2]),
-								"workload.lowering.evacuate=" + evac}
+								"workload.lowering.evacuate="+evac)
 							if weights != "" {
 								sets = append(sets, "workload.gemm.weights_dtype="+weights)
 							}

@@ -327,14 +327,20 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					if inter {
 						// Interleaved: partition p of the block's tiles takes
 						// its keys p*f .. p*f+f-1 (f its tiles), in one run.
+						// byPartition walks keys as [partition, key, column],
+						// consecutive keys on one partition (sizes: one of
+						// them).
+						byPartition := func(sizes map[string]int64) *Rearrange {
+							return &Rearrange{In: [][]string{{"p", "t"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: sizes}
+						}
 						interleave := func(b *Block, w int64) {
 							f := ceilDiv(w, 128)
 							np, r := w/f, w%f
 							dma(b, isa.OpDMACopy, vt.At(R(C(0), C(np)), I(C(s)), RS(kc.MulC(KT), C(f)), R(C(0), C(d))),
-								kv(vHBM, t0, C(np*f)).Rearranged(&Rearrange{In: [][]string{{"p", "t"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: map[string]int64{"t": f}}))
+								kv(vHBM, t0, C(np*f)).Rearranged(byPartition(map[string]int64{"t": f})))
 							if r > 0 {
 								dma(b, isa.OpDMACopy, vt.At(R(C(np), C(np+1)), I(C(s)), RS(kc.MulC(KT), C(r)), R(C(0), C(d))),
-									kv(vHBM, t0.AddC(np*f), C(r)).Rearranged(&Rearrange{In: [][]string{{"p", "t"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: map[string]int64{"p": 1}}))
+									kv(vHBM, t0.AddC(np*f), C(r)).Rearranged(byPartition(map[string]int64{"p": 1})))
 							}
 						}
 						switch nFull, last := T/KB, T%KB; {

@@ -106,6 +106,7 @@ func benchSweep(b *testing.B, bin, gemm, axes string, singles int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		checkWall, checkCPU := time.Since(start), hostcpu.Time()-self0
 		sum, err := s.Run(context.Background(), pts, Options{Exe: bin, OutDir: out, Jobs: runtime.NumCPU()})
 		if err != nil || sum.Failed > 0 {
 			b.Fatal(err, sum)
@@ -128,6 +129,10 @@ func benchSweep(b *testing.B, bin, gemm, axes string, singles int) {
 		b.ReportMetric(ms(children), "ms-child-cpu/point")
 		b.ReportMetric(ms(time.Duration(runtime.NumCPU())*wall-self-children), "ms-idle-core/point")
 		b.ReportMetric(ms(steal), "ms-stolen/point") // part of the idle: the hypervisor's
+		// The check of every point before any runs: its CPU, and the cores'
+		// time it leaves idle (both are in the sweep's figures above).
+		b.ReportMetric(ms(checkCPU), "ms-check-cpu/point")
+		b.ReportMetric(ms(time.Duration(runtime.NumCPU())*checkWall-checkCPU), "ms-check-idle-core/point")
 		// The steadier figure on a shared VM: the share of the cores' time,
 		// less what the hypervisor stole, that went to the points' own
 		// processes (it leaves out how much slower two runs at once are than

@@ -22,8 +22,8 @@ type attnRun struct {
 	plan *kernels.AttentionPlan
 	res  *chip.Result
 	// simNs is the simulated time; flopNs the non-masked matmul FLOPs at
-	// TensorE's peak for the dtype; dmaNs the bytes of Q, K, V and O at
-	// the core's DMA bandwidth.
+	// TensorE's peak for the dtype; dmaNs the bytes of Q, K, V (the keys
+	// some query sees) and O at the core's DMA bandwidth.
 	simNs, flopNs, dmaNs float64
 	// busyNs is each engine's busy time.
 	busyNs [isa.NumEngines]float64
@@ -61,6 +61,10 @@ func runAttention(t *testing.T, preset string, a kernels.Attention) *attnRun {
 	r.flopNs = a.FLOPs() / tensorPeakFLOPs(cfg, a.DType) * 1e9
 	eb := float64(a.DType.Bytes())
 	tk := a.Past + a.Seq
+	if a.Window > 0 {
+		// The keys some query's window holds.
+		tk -= max(0, a.Past-a.Window+1)
+	}
 	bytes := eb * float64(a.HeadDim) * float64(a.Batch) * (2*float64(a.Seq*a.QHeads) + 2*float64(tk*a.KVHeads))
 	dmaGBps := float64(cfg.Hardware.Core.DMA.Engines) * cfg.Hardware.Core.DMA.EngineBandwidthGBps
 	r.dmaNs = bytes / dmaGBps
@@ -142,6 +146,10 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 	windowDecode.Window = 256
 	fp32Decode := attnDecode(2, 1, 300, 32, 8, 64)
 	fp32Decode.DType = isa.FP32
+	longWindow := attnDecode(1, 1, 20000, 32, 8, 128)
+	longWindow.Window = 4096
+	longFP32 := attnDecode(1, 1, 12000, 32, 8, 64)
+	longFP32.DType = isa.FP32
 	cases := []struct {
 		name   string
 		preset string
@@ -167,6 +175,17 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 		{"decode past 6999 gqa d64", "trn2", attnDecode(1, 1, 6999, 32, 8, 64)},
 		{"decode past 5999 batch 2 gqa d128", "trn3", attnDecode(2, 1, 5999, 32, 8, 128)},
 		{"decode past 5999 gqa d64", "trn1", attnDecode(1, 1, 5999, 32, 8, 64)},
+		// Caches too long for a head group's K and V to stay in SBUF: a
+		// ring of key blocks streamed through the key loop (interleaved V,
+		// plain V with a window, a ragged last block, an FP32 cache), and
+		// at 8,191 keys whose whole K and V fit only without the
+		// P^T tiles of a second rotation.
+		{"decode past 8191 gqa d64", "trn2", attnDecode(1, 1, 8191, 32, 8, 64)},
+		{"decode past 8191 batch 2 gqa d128", "trn2", attnDecode(2, 1, 8191, 32, 8, 128)},
+		{"decode past 32767 gqa d64", "trn2", attnDecode(1, 1, 32767, 32, 8, 64)},
+		{"decode past 20000 gqa d128", "trn1", attnDecode(1, 1, 20000, 32, 8, 128)},
+		{"decode past 20000 window 4096 d128", "trn3", longWindow},
+		{"decode past 12000 gqa d64 fp32", "inf2", longFP32},
 		// Awkward cache lengths: one key, a block of two ragged tiles, an
 		// FP32 cache.
 		{"decode past 0 gqa d128", "trn2", attnDecode(1, 1, 0, 32, 8, 128)},

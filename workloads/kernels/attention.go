@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -56,6 +57,16 @@ type AttentionPlan struct {
 	Lanes, KVSlots int64
 	// KB is the keys of a key block (one PSUM bank of FP32 scores).
 	KB int64
+	// KVBlocks is 0 when a head group's K and V are loaded whole, before
+	// its query blocks; otherwise the key blocks of the ring they stream
+	// through, each loaded in the key loop's step that first reads it
+	// (one query block only: decode, short prompts).
+	KVBlocks int64
+	// EndBufs is the rotation of the tiles that finish a head group's
+	// last query block, after the key loop: 2, or 1 where SBUF is short
+	// (the next head group's key loop then reuses their memory, and waits
+	// for their last reads).
+	EndBufs int64
 	// NBuf is the depth of the Q, K and V buffering.
 	NBuf  int64
 	scale float64
@@ -145,10 +156,62 @@ func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 		return nil, &sched.FitError{Kernel: "attention", Tile: "the scores, probabilities and output of a query block", Mem: isa.MemPSUM,
 			Needed: perLane, Available: lim.PSUMPartitionBytes}
 	}
-	if need := p.sbufBytes(); need > lim.SBUFPartitionBytes {
-		return nil, &sched.FitError{Kernel: "attention", Tile: "the K and V of a head group", Mem: isa.MemSBUF, Needed: need, Available: lim.SBUFPartitionBytes}
+	// SBUF: a head group's K and V resident for all T keys where they fit,
+	// with the tiles after its key loop single-buffered if need be; else,
+	// with one query block, a ring of key blocks streamed through
+	// the key loop (the largest ring up to kvRingBlocks that fits, at
+	// least two blocks: one read while the next loads); then fewer lanes
+	// (each lane group loads only its own KV heads), then single-buffered
+	// inputs. A choice fits when the scheduler can place its kernel's
+	// tiles.
+	stream := ceilDiv(a.Seq, p.QB) == 1 && ceilDiv(p.T, p.KB) > 2
+	p.EndBufs = 2
+	for {
+		k, err := p.Kernel()
+		if err != nil {
+			return nil, err
+		}
+		_, _, err = sched.PeakOnChip(k, tg)
+		var fe *sched.FitError
+		if err == nil || !errors.As(err, &fe) {
+			return p, err
+		}
+		switch {
+		case p.EndBufs > 1:
+			p.EndBufs = 1
+		case stream && p.KVBlocks == 0:
+			p.KVBlocks = min(kvRingBlocks, ceilDiv(p.T, p.KB))
+		case p.KVBlocks > 2:
+			p.KVBlocks--
+		case p.Lanes > 1:
+			p.Lanes /= 2
+			p.KVSlots = max(1, p.Lanes*p.Pack/g)
+			if stream {
+				p.KVBlocks = min(kvRingBlocks, ceilDiv(p.T, p.KB))
+			}
+		case p.NBuf > 1 && p.auto["buffers"]:
+			p.NBuf = 1
+		default:
+			what := fmt.Sprintf("every key resident, %d buffers", p.NBuf)
+			if p.KVBlocks > 0 {
+				what = fmt.Sprintf("a ring of %d key blocks of %d keys, %d buffers", p.KVBlocks, p.KB, p.NBuf)
+			}
+			return nil, fmt.Errorf("attention over %d keys, one KV head per head group (%s), the least it can hold: %w", p.T, what, fe)
+		}
 	}
-	return p, nil
+}
+
+// kvRingBlocks is the most key blocks a streamed K and V ring holds (the
+// DMA queues' run-ahead of the key loop).
+const kvRingBlocks = 8
+
+// kvKeys is the keys a head group's K and V tiles hold, and their 128-key
+// tiles: every key, or the streamed ring's.
+func (p *AttentionPlan) kvKeys() (keys, tiles int64) {
+	if p.KVBlocks > 0 {
+		return p.KVBlocks * p.KB, p.KVBlocks * p.KB / 128
+	}
+	return p.T, ceilDiv(p.T, 128)
 }
 
 // kvShape is the HBM shape of K and of V: token-major, or head by head.
@@ -167,8 +230,8 @@ func (p *AttentionPlan) sbufBytes() int64 {
 	eb := int64(a.DType.Bytes())
 	s := func(b int64) int64 { return roundUp(b, 64) }
 	rows := p.QB * p.Pack
-	nT := ceilDiv(p.T, 128)
-	kv := mul(p.NBuf, add(s(mul(p.KVSlots, p.T, eb)), s(mul(p.KVSlots, nT, p.vWidth(), eb))))
+	keys, nT := p.kvKeys()
+	kv := mul(p.NBuf, add(s(mul(p.KVSlots, keys, eb)), s(mul(p.KVSlots, nT, p.vWidth(), eb))))
 	masks := 3 * s((128+p.QB)*4)
 	perLane := add(mul(p.NBuf, s(rows*eb)), 2*s(8), 2*s((a.HeadDim+1)*4), // Q^T, m, O
 		2*3*s(4), 2*s(p.KB*eb), 2*s(p.KB*eb), s(4), s(a.HeadDim*eb)) // stats, P, P^T, 1/l, out
@@ -203,7 +266,8 @@ func (p *AttentionPlan) vWidth() int64 {
 func (p *AttentionPlan) Choices() []Choice {
 	return []Choice{{Name: "buffers", Value: p.NBuf, Auto: p.auto["buffers"]},
 		{Name: "query_block", Value: p.QB, Auto: true}, {Name: "head_pack", Value: p.Pack, Auto: true},
-		{Name: "lanes", Value: p.Lanes, Auto: true}, {Name: "key_block", Value: p.KB, Auto: true}}
+		{Name: "lanes", Value: p.Lanes, Auto: true}, {Name: "key_block", Value: p.KB, Auto: true},
+		{Name: "kv_ring_blocks", Value: p.KVBlocks, Auto: true}}
 }
 
 // FLOPs returns the matmul FLOPs attention needs: Q K^T and P V over the
@@ -298,73 +362,108 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	}
 	nGroups := a.QHeads / (L * Pk)
 	nQB := ceilDiv(a.Seq, QB)
+	// endBufs is the rotation of the P^T, 1/l and output tiles of the
+	// accumulation and finalisation with suffix sfx: two inside the key
+	// loop; EndBufs for those after it ("e"), declared in the head group's
+	// body, where a rotating tile is live for the whole body (the key
+	// loop's tiles included) and a single one from its first use on.
+	endBufs := func(sfx string) int {
+		if sfx == "e" {
+			return int(p.EndBufs)
+		}
+		return 2
+	}
 	inter, vw := p.interleavedV(), p.vWidth()
-	// loadKV loads head group hg's K^T and V (of batch element bi) into
-	// kt and vt.
-	loadKV := func(b *Block, kt, vt atter, bi, hg Expr) {
+	// Where a head group's K^T and V tiles hold key block kb (first key
+	// kb0) of a query block: key position kb0 and 128-key tile kb0/128
+	// when they hold every key; slot kb mod KVBlocks of the ring when
+	// they stream.
+	ring := p.KVBlocks
+	keys, nTk := p.kvKeys()
+	kposOf := func(kb, kb0 Expr) Expr {
+		if ring > 0 {
+			return kb.Mod(C(ring)).MulC(KB)
+		}
+		return kb0
+	}
+	vtileOf := func(kb, kb0 Expr) Expr {
+		if ring > 0 {
+			return kb.Mod(C(ring)).MulC(KT)
+		}
+		return kb0.Div(C(128))
+	}
+	// kvOf is rows [t0, t0+n) of KV slot s's head (of head group hg, batch
+	// element bi) in K or V (x).
+	kvOf := func(x *Tile, bi, hg Expr, s int64, t0, n Expr) Access {
 		// The KV head of slot s: the lanes' first head's, plus s.
-		kvBase := hg.MulC(L * Pk).Div(C(g))
-		{
-			for s := int64(0); s < p.KVSlots; s++ {
-				kvh := kvBase.AddC(s)
-				// kv is rows [t0, t0+n) of the slot's head in K or V.
-				kv := func(x *Tile, t0, n Expr) Access {
-					if a.KVHeadMajor {
-						return x.At(RS(kvCacheRow(bi, kvh, t0, a.KVHeads, T), n), R(C(0), C(d)))
-					}
-					return x.At(RS(bi.MulC(T).Add(t0), n), RS(kvh.MulC(d), C(d)))
-				}
-				if !inter {
-					// Ones column of V: P V's last column is the row sum of P.
-					op(b, &Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: ins(vt.At(R(C(0), C(128)), I(C(s)), R(C(0), C(nT)), RS(C(d), C(1)))), Attrs: isa.Attrs{Value: 1}})
-				}
-				// K^T and V in chunks of a key block, so the first blocks
-				// start before the last keys arrive.
-				b.For(fmt.Sprintf("kc%d", s), C(0), C(ceilDiv(T, KB)), Parallel, func(b *Block, kc Expr) {
-					t0 := kc.MulC(KB)
-					w := Min(C(KB), C(T).Sub(t0))
-					dma(b, isa.OpDMATranspose, kt.At(R(C(0), C(d)), I(C(s)), RS(t0, w)), kv(kHBM, t0, w))
-					if inter {
-						// Interleaved: partition p of the block's tiles takes
-						// its keys p*f .. p*f+f-1 (f its tiles), in one run.
-						// byPartition walks keys as [partition, key, column],
-						// consecutive keys on one partition (sizes: one of
-						// them).
-						byPartition := func(sizes map[string]int64) *Rearrange {
-							return &Rearrange{In: [][]string{{"p", "t"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: sizes}
-						}
-						interleave := func(b *Block, w int64) {
-							f := ceilDiv(w, 128)
-							np, r := w/f, w%f
-							dma(b, isa.OpDMACopy, vt.At(R(C(0), C(np)), I(C(s)), RS(kc.MulC(KT), C(f)), R(C(0), C(d))),
-								kv(vHBM, t0, C(np*f)).Rearranged(byPartition(map[string]int64{"t": f})))
-							if r > 0 {
-								dma(b, isa.OpDMACopy, vt.At(R(C(np), C(np+1)), I(C(s)), RS(kc.MulC(KT), C(r)), R(C(0), C(d))),
-									kv(vHBM, t0.AddC(np*f), C(r)).Rearranged(byPartition(map[string]int64{"p": 1})))
-							}
-						}
-						switch nFull, last := T/KB, T%KB; {
-						case last == 0:
-							interleave(b, KB)
-						case nFull == 0:
-							interleave(b, last)
-						default:
-							b.If(kc.Lt(C(nFull)), func(b *Block) { interleave(b, KB) }, func(b *Block) { interleave(b, last) })
-						}
-						return
-					}
-					full := w.Div(C(128))
-					b.When(full.Gt(C(0)), func(b *Block) {
-						dma(b, isa.OpDMACopy, vt.At(R(C(0), C(128)), I(C(s)), RS(kc.MulC(KT), full), R(C(0), C(d))),
-							kv(vHBM, t0, full.MulC(128)).Rearranged(split()))
-					})
-					rem := w.Sub(full.MulC(128))
-					b.When(rem.Gt(C(0)), func(b *Block) {
-						dma(b, isa.OpDMACopy, vt.At(R(C(0), rem), I(C(s)), I(kc.MulC(KT).Add(full)), R(C(0), C(d))),
-							kv(vHBM, t0.Add(full.MulC(128)), rem))
-					})
-				})
+		kvh := hg.MulC(L * Pk).Div(C(g)).AddC(s)
+		if a.KVHeadMajor {
+			return x.At(RS(kvCacheRow(bi, kvh, t0, a.KVHeads, T), n), R(C(0), C(d)))
+		}
+		return x.At(RS(bi.MulC(T).Add(t0), n), RS(kvh.MulC(d), C(d)))
+	}
+	// onesColumn sets V's column of ones (P V's last column is then the
+	// row sum of P), unless the keys interleave.
+	onesColumn := func(b *Block, vt atter, s int64) {
+		if !inter {
+			op(b, &Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: ins(vt.At(R(C(0), C(128)), I(C(s)), R(C(0), C(nTk)), RS(C(d), C(1)))), Attrs: isa.Attrs{Value: 1}})
+		}
+	}
+	// loadChunk loads keys [t0, t0+w) of slot s's head: K^T at key
+	// position kpos of kt, V from 128-key tile vtile of vt on. kc is the
+	// block's index over all keys (t0 = kc*KB), which the interleaved V
+	// (whose key loop starts at key 0) splits its two shapes by.
+	loadChunk := func(b *Block, kt, vt atter, bi, hg Expr, s int64, kc, t0, w, kpos, vtile Expr) {
+		dma(b, isa.OpDMATranspose, kt.At(R(C(0), C(d)), I(C(s)), RS(kpos, w)), kvOf(kHBM, bi, hg, s, t0, w))
+		if inter {
+			// Interleaved: partition p of the block's tiles takes its keys
+			// p*f .. p*f+f-1 (f its tiles), in one run. byPartition walks
+			// keys as [partition, key, column], consecutive keys on one
+			// partition (sizes: one of them).
+			byPartition := func(sizes map[string]int64) *Rearrange {
+				return &Rearrange{In: [][]string{{"p", "t"}, {"f"}}, Out: []string{"p", "t", "f"}, Sizes: sizes}
 			}
+			interleave := func(b *Block, w int64) {
+				f := ceilDiv(w, 128)
+				np, r := w/f, w%f
+				dma(b, isa.OpDMACopy, vt.At(R(C(0), C(np)), I(C(s)), RS(vtile, C(f)), R(C(0), C(d))),
+					kvOf(vHBM, bi, hg, s, t0, C(np*f)).Rearranged(byPartition(map[string]int64{"t": f})))
+				if r > 0 {
+					dma(b, isa.OpDMACopy, vt.At(R(C(np), C(np+1)), I(C(s)), RS(vtile, C(r)), R(C(0), C(d))),
+						kvOf(vHBM, bi, hg, s, t0.AddC(np*f), C(r)).Rearranged(byPartition(map[string]int64{"p": 1})))
+				}
+			}
+			switch nFull, last := T/KB, T%KB; {
+			case last == 0:
+				interleave(b, KB)
+			case nFull == 0:
+				interleave(b, last)
+			default:
+				b.If(kc.Lt(C(nFull)), func(b *Block) { interleave(b, KB) }, func(b *Block) { interleave(b, last) })
+			}
+			return
+		}
+		full := w.Div(C(128))
+		b.When(full.Gt(C(0)), func(b *Block) {
+			dma(b, isa.OpDMACopy, vt.At(R(C(0), C(128)), I(C(s)), RS(vtile, full), R(C(0), C(d))),
+				kvOf(vHBM, bi, hg, s, t0, full.MulC(128)).Rearranged(split()))
+		})
+		rem := w.Sub(full.MulC(128))
+		b.When(rem.Gt(C(0)), func(b *Block) {
+			dma(b, isa.OpDMACopy, vt.At(R(C(0), rem), I(C(s)), I(vtile.Add(full)), R(C(0), C(d))),
+				kvOf(vHBM, bi, hg, s, t0.Add(full.MulC(128)), rem))
+		})
+	}
+	// loadKV loads head group hg's K^T and V (of batch element bi) into
+	// kt and vt, every key, in chunks of a key block, so the first blocks
+	// start before the last keys arrive.
+	loadKV := func(b *Block, kt, vt atter, bi, hg Expr) {
+		for s := int64(0); s < p.KVSlots; s++ {
+			onesColumn(b, vt, s)
+			b.For(fmt.Sprintf("kc%d", s), C(0), C(ceilDiv(T, KB)), Parallel, func(b *Block, kc Expr) {
+				t0 := kc.MulC(KB)
+				loadChunk(b, kt, vt, bi, hg, s, kc, t0, Min(C(KB), C(T).Sub(t0)), t0, kc.MulC(KT))
+			})
 		}
 	}
 	// loadQ loads lane l's Q^T of query block gq (q0, nq) into qt.
@@ -385,7 +484,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	// and each head group's loads overlap the groups before).
 	nHG := a.Batch * nGroups
 	eb := int64(dt.Bytes())
-	preload := nQB == 1 && mul(nHG, add(roundUp(mul(p.KVSlots, T, eb), 64), roundUp(mul(p.KVSlots, nT, vw, eb), 64), mul(L, roundUp(RB*eb, 64)))) <= preloadBytes
+	preload := ring == 0 && nQB == 1 && mul(nHG, add(roundUp(mul(p.KVSlots, T, eb), 64), roundUp(mul(p.KVSlots, nT, vw, eb), 64), mul(L, roundUp(RB*eb, 64)))) <= preloadBytes
 	var ktAll, vtAll, qtAll *Tile
 	if preload {
 		ktAll = root.Tile("kt_all", isa.MemSBUF, dt, []int64{128, nHG, p.KVSlots, T}, 1)
@@ -408,9 +507,15 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				idx := bi.MulC(nGroups).Add(hg)
 				kt, vt = slotted{ktAll, idx, true}, slotted{vtAll, idx, true}
 			} else {
-				kt = b.Tile("kt", isa.MemSBUF, dt, []int64{128, p.KVSlots, T}, nbuf)
-				vt = b.Tile("v", isa.MemSBUF, dt, []int64{128, p.KVSlots, nT, vw}, nbuf)
-				loadKV(b, kt, vt, bi, hg)
+				kt = b.Tile("kt", isa.MemSBUF, dt, []int64{128, p.KVSlots, keys}, nbuf)
+				vt = b.Tile("v", isa.MemSBUF, dt, []int64{128, p.KVSlots, nTk, vw}, nbuf)
+				if ring == 0 {
+					loadKV(b, kt, vt, bi, hg)
+				} else {
+					for s := int64(0); s < p.KVSlots; s++ {
+						onesColumn(b, vt, s)
+					}
+				}
 			}
 			type lane struct {
 				m, o, pr, al, rs *Tile
@@ -481,7 +586,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					sAll := lat(psS, l, R(C(0), rows), R(C(0), bs))
 					op(b, &Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: ins(qts[l].At(R(C(0), C(d)), R(C(0), rows)))})
 					op(b, &Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: ins(sAll),
-						Ins: ins(kt.At(R(C(0), C(d)), I(C(ln.slot)), RS(kb0, bs))), Start: C(1), Stop: C(1)})
+						Ins: ins(kt.At(R(C(0), C(d)), I(C(ln.slot)), RS(kposOf(kb, kb0), bs))), Start: C(1), Stop: C(1)})
 					if a.Causal {
 						// Columns j >= delta+1 hold keys past row 0's
 						// position: add Mc[:, 128 + j - delta].
@@ -551,7 +656,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					})
 				}
 				for l := int64(0); l < L; l++ {
-					pt := b.Tile(fmt.Sprintf("pt%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, KT, 128}, 2)
+					pt := b.Tile(fmt.Sprintf("pt%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, KT, 128}, endBufs(sfx))
 					pts[l] = pt
 					// Evacuations alternate between VectorE and ScalarE
 					// by lane.
@@ -576,7 +681,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						w := Min(C(128), bs.Sub(j.MulC(128)))
 						op(b, &Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: ins(pt.At(R(C(0), w), I(j), R(C(0), rows)))})
 						op(b, &Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: ins(oAll),
-							Ins:   ins(vt.At(R(C(0), w), I(C(ln.slot)), I(kb0.Div(C(128)).Add(j)), R(C(0), C(d+1)))),
+							Ins:   ins(vt.At(R(C(0), w), I(C(ln.slot)), I(vtileOf(kb, kb0).Add(j)), R(C(0), C(d+1)))),
 							Start: j.Eq(C(0)), Stop: j.Eq(nt.Sub(C(1)))})
 					})
 				}
@@ -605,7 +710,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				// declared in each branch would take SBUF of its own).
 				pts := make([]*Tile, L)
 				for l := int64(0); l < L; l++ {
-					pts[l] = b.Tile(fmt.Sprintf("pt%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, KT, 128}, 2)
+					pts[l] = b.Tile(fmt.Sprintf("pt%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, KT, 128}, endBufs(sfx))
 				}
 				body := func(b *Block, w int64) {
 					rows := gq.rows
@@ -659,7 +764,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 								stop = 1
 							}
 							op(b, &Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: ins(oAll),
-								Ins:   ins(vt.At(R(C(0), C(c)), I(C(ln.slot)), I(kb.MulC(KT).AddC(j)), R(C(0), C(d)))),
+								Ins:   ins(vt.At(R(C(0), C(c)), I(C(ln.slot)), I(vtileOf(kb, kb.MulC(KB)).AddC(j)), R(C(0), C(d)))),
 								Start: C(start), Stop: C(stop)})
 						}
 					}
@@ -699,8 +804,8 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				rows := gq.rows
 				for l := int64(0); l < L; l++ {
 					ln := &lanes[l]
-					rl := b.Tile(fmt.Sprintf("rl%d%s", l, sfx), isa.MemSBUF, isa.FP32, []int64{128, 1}, 2)
-					ot := b.Tile(fmt.Sprintf("ot%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, d}, 2)
+					rl := b.Tile(fmt.Sprintf("rl%d%s", l, sfx), isa.MemSBUF, isa.FP32, []int64{128, 1}, endBufs(sfx))
+					ot := b.Tile(fmt.Sprintf("ot%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, d}, endBufs(sfx))
 					op(b, &Op{Opcode: isa.OpReciprocal, Any: true, Outs: ins(rl.At(R(C(0), rows), R(C(0), C(1)))), Ins: ins(ln.o.At(R(C(0), rows), I(gq.qpar), RS(C(d), C(1))))})
 					op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(ot.At(R(C(0), rows), R(C(0), C(d)))),
 						Ins: ins(ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d))), rl.At(R(C(0), rows), R(C(0), C(1)))), Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
@@ -725,6 +830,14 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				// block, or the last of the previous one, which is then
 				// finished).
 				b.For("kb", C(0), gq.nKB, Sequential, func(b *Block, kb Expr) {
+					if ring > 0 {
+						// Streamed: the block's keys into its slot of the ring
+						// (its last reads, ring blocks back, before).
+						kb0, bs, _ := blockOf(gq, kb)
+						for s := int64(0); s < p.KVSlots; s++ {
+							loadChunk(b, kt, vt, bi, hg, s, kb, kb0, bs, kposOf(kb, kb0), vtileOf(kb, kb0))
+						}
+					}
 					softmax(b, gq, qts, kb)
 					if nQB == 1 {
 						// (No query block before this one to finish: its

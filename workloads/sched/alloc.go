@@ -526,3 +526,27 @@ func parentLoop(k *tile.Kernel, l *tile.Loop) *tile.Loop {
 	walk(k.Body, nil)
 	return found
 }
+
+// PeakOnChip places a kernel's tiles as Compile does, without compiling
+// it, and returns the most SBUF and PSUM per partition they take at once
+// on any core, or the *FitError of a tile that does not fit: what a
+// kernel's planner checks a choice by when its own count of the working
+// set could be short of the placement's (lifetimes, rotations, first-fit
+// gaps).
+func PeakOnChip(k *tile.Kernel, tg *Target) (sbuf, psum int64, err error) {
+	ex, err := expand(k, tg, Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	lay, err := place(k, tg, ex)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, b := range lay.peakSBUF {
+		sbuf = max(sbuf, b)
+	}
+	for _, b := range lay.peakPSUM {
+		psum = max(psum, b)
+	}
+	return sbuf, psum, nil
+}

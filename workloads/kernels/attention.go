@@ -223,24 +223,6 @@ func (a Attention) kvShape() (rows, cols int64) {
 	return a.Batch * t, a.KVHeads * a.HeadDim
 }
 
-// sbufBytes is the SBUF a plan needs per partition, every slot rounded to
-// 64 bytes as the scheduler places it.
-func (p *AttentionPlan) sbufBytes() int64 {
-	a := p.A
-	eb := int64(a.DType.Bytes())
-	s := func(b int64) int64 { return roundUp(b, 64) }
-	rows := p.QB * p.Pack
-	keys, nT := p.kvKeys()
-	kv := mul(p.NBuf, add(s(mul(p.KVSlots, keys, eb)), s(mul(p.KVSlots, nT, p.vWidth(), eb))))
-	masks := 3 * s((128+p.QB)*4)
-	perLane := add(mul(p.NBuf, s(rows*eb)), 2*s(8), 2*s((a.HeadDim+1)*4), // Q^T, m, O
-		2*3*s(4), 2*s(p.KB*eb), 2*s(p.KB*eb), s(4), s(a.HeadDim*eb)) // stats, P, P^T, 1/l, out
-	if p.interleavedV() {
-		perLane = add(perLane, s(2*2*4)) // the row sums
-	}
-	return add(kv, masks, mul(p.Lanes, perLane))
-}
-
 // interleavedV reports whether V's key tiles interleave their keys: with
 // the cache stored head by head, one query block (decode) and no window,
 // the f 128-key tiles of a key block take every f-th key of the block

@@ -150,6 +150,7 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 	longWindow.Window = 4096
 	longFP32 := attnDecode(1, 1, 12000, 32, 8, 64)
 	longFP32.DType = isa.FP32
+	longPrefill := attnDecode(1, 300, 60000, 4, 1, 128)
 	cases := []struct {
 		name   string
 		preset string
@@ -186,6 +187,10 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 		{"decode past 20000 gqa d128", "trn1", attnDecode(1, 1, 20000, 32, 8, 128)},
 		{"decode past 20000 window 4096 d128", "trn3", longWindow},
 		{"decode past 12000 gqa d64 fp32", "inf2", longFP32},
+		// Chunked prefill after a long cache: several query blocks over
+		// streamed K and V, each finished in its own iteration.
+		{"prefill 300 after 60000 gqa d128", "trn2", longPrefill},
+		{"prefill 200 after 50000 mha d64", "trn1", attnDecode(1, 200, 50000, 2, 2, 64)},
 		// Awkward cache lengths: one key, a block of two ragged tiles, an
 		// FP32 cache.
 		{"decode past 0 gqa d128", "trn2", attnDecode(1, 1, 0, 32, 8, 128)},

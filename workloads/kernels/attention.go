@@ -60,7 +60,7 @@ type AttentionPlan struct {
 	// KVBlocks is 0 when a head group's K and V are loaded whole, before
 	// its query blocks; otherwise the key blocks of the ring they stream
 	// through, each loaded in the key loop's step that first reads it
-	// (one query block only: decode, short prompts).
+	// (for each query block: several of them then finish one by one).
 	KVBlocks int64
 	// EndBufs is the rotation of the tiles that finish a head group's
 	// last query block, after the key loop: 2, or 1 where SBUF is short
@@ -157,14 +157,14 @@ func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 			Needed: perLane, Available: lim.PSUMPartitionBytes}
 	}
 	// SBUF: a head group's K and V resident for all T keys where they fit,
-	// with the tiles after its key loop single-buffered if need be; else,
-	// with one query block, a ring of key blocks streamed through
-	// the key loop (the largest ring up to kvRingBlocks that fits, at
+	// with the tiles after its key loop single-buffered if need be; else a
+	// ring of key blocks streamed through the key loop, read again for
+	// each query block (the largest ring up to kvRingBlocks that fits, at
 	// least two blocks: one read while the next loads); then fewer lanes
 	// (each lane group loads only its own KV heads), then single-buffered
 	// inputs. A choice fits when the scheduler can place its kernel's
 	// tiles.
-	stream := ceilDiv(a.Seq, p.QB) == 1 && ceilDiv(p.T, p.KB) > 2
+	stream := ceilDiv(p.T, p.KB) > 2
 	p.EndBufs = 2
 	for {
 		k, err := p.Kernel()
@@ -362,6 +362,11 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	// they stream.
 	ring := p.KVBlocks
 	keys, nTk := p.kvKeys()
+	// finishEach: streamed K and V with several query blocks; each query
+	// block finishes within its own iteration (the next one's first key
+	// block reuses the ring's first slot, which the pipeline across query
+	// blocks would still read).
+	finishEach := ring > 0 && nQB > 1
 	kposOf := func(kb, kb0 Expr) Expr {
 		if ring > 0 {
 			return kb.Mod(C(ring)).MulC(KB)
@@ -821,7 +826,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						}
 					}
 					softmax(b, gq, qts, kb)
-					if nQB == 1 {
+					if nQB == 1 || finishEach {
 						// (No query block before this one to finish: its
 						// tiles would take SBUF for nothing.)
 						b.When(kb.Gt(C(0)), func(b *Block) { accumulate(b, gq, kb.Sub(C(1)), "") })
@@ -835,10 +840,16 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						})
 					})
 				})
+				if finishEach {
+					accumulate(b, gq, gq.nKB.Sub(C(1)), "q")
+					finalize(b, gq, "q")
+				}
 			})
-			gl := geomOf(C(nQB - 1))
-			accumulate(b, gl, gl.nKB.Sub(C(1)), "e")
-			finalize(b, gl, "e")
+			if !finishEach {
+				gl := geomOf(C(nQB - 1))
+				accumulate(b, gl, gl.nKB.Sub(C(1)), "e")
+				finalize(b, gl, "e")
+			}
 		})
 	})
 	if err := k.Finish(); err != nil {

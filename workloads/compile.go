@@ -10,6 +10,7 @@ import (
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/kernels"
+	"github.com/trnsim/trnsim/workloads/lowergraph"
 	"github.com/trnsim/trnsim/workloads/sched"
 	"github.com/trnsim/trnsim/workloads/tile"
 )
@@ -38,6 +39,13 @@ func schedOptions(cfg *configs.RunConfig) (sched.Options, error) {
 // compile schedules a kernel, mapping a working set that does not fit to
 // the first of fitFields the user set.
 func compile(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]string) (*sched.Program, error) {
+	return compileOps(cfg, k, fitFields, nil)
+}
+
+// compileOps is compile for a kernel of inlined ops (lowergraph names an
+// op's tiles op<id>_...): a tile that does not fit on chip is named with
+// the op of ops it belongs to.
+func compileOps(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]string, ops []lowergraph.Op) (*sched.Program, error) {
 	opts, err := schedOptions(cfg)
 	if err != nil {
 		return nil, err
@@ -47,9 +55,30 @@ func compile(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]
 		return nil, rankErr
 	}
 	if schedErr != nil {
-		return nil, mapError(cfg, schedErr, fitFields)
+		return nil, mapError(cfg, ownedFit(schedErr, ops), fitFields)
 	}
 	return p, nil
+}
+
+// ownedFit returns err with an on-chip tile that does not fit named with
+// its op, where the tile is one of ops'.
+func ownedFit(err error, ops []lowergraph.Op) error {
+	var fe *sched.FitError
+	var id int32
+	if !errors.As(err, &fe) || !fe.Mem.OnChip() {
+		return err
+	}
+	if _, scanErr := fmt.Sscanf(fe.Tile, "op%d_", &id); scanErr != nil {
+		return err
+	}
+	for _, o := range ops {
+		if o.ID == id {
+			owned := *fe
+			owned.Tile = fmt.Sprintf("tile %s of op %s (%s)", fe.Tile, o.Name, o.Kind)
+			return &owned
+		}
+	}
+	return err
 }
 
 // schedule checks k's core numbers and schedules it: the error of the

@@ -203,7 +203,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			mi.LayerOf[o.ID] = l
 		}
 	}
-	p, err := compile(cfg, res.Kernel, modelFit)
+	p, err := compileOps(cfg, res.Kernel, modelFit, res.Ops)
 	if err != nil {
 		return nil, nil, err
 	}

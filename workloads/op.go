@@ -84,7 +84,7 @@ func lowerOp(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.op", "%v", err)
 	}
-	p, err := compile(cfg, res.Kernel, opFit)
+	p, err := compileOps(cfg, res.Kernel, opFit, res.Ops)
 	if err != nil {
 		return nil, nil, err
 	}

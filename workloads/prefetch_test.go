@@ -47,3 +47,15 @@ func TestWeightPrefetchCrossesOps(t *testing.T) {
 	t.Logf("intermediate.dense starts %.1f us before the attention ends; its weights take %.1f us at the DMA peak", lead*1e6, weights/peak*1e6)
 	assert.GreaterOrEqual(t, lead, weights/peak, "the FFN's weights stream while the attention runs")
 }
+
+// A Linear planned with the whole of SBUF (Qwen2-7B's down_proj at 500
+// tokens on trn1: A resident over 148 K tiles, most of SBUF) keeps its
+// weight slots where the placement puts them: pinned in a prefetch
+// region they left its A no room (the model did not fit).
+func TestWeightSlotsLeaveRoomForTheirPlan(t *testing.T) {
+	cfg := modelConfig(t, "trn1", "qwen2-7b", "mode: prefill, seq: 500", 1)
+	prog, _, err := Lower(cfg)
+	require.NoError(t, err)
+	_, err = chip.Run(cfg, prog, chip.Options{})
+	require.NoError(t, err)
+}

@@ -3,6 +3,7 @@ package lowergraph
 import (
 	"slices"
 
+	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/workloads/graph"
 	"github.com/trnsim/trnsim/workloads/kernels"
 	"github.com/trnsim/trnsim/workloads/tile"
@@ -126,7 +127,11 @@ func (l *lowering) headOf(p *kernels.GEMMPlan, k *tile.Kernel, a *tile.Tile) hoi
 	h := hoist{at: l.lastStart, region: -1}
 	if p.HeadStmts() > 0 {
 		at := l.prefetchAt(l.slotTurn, start)
-		if p.SlotSBUFBytes() > share || at >= len(l.k.Body) {
+		if p.SlotSBUFBytes() > share || at >= len(l.k.Body) || sbufFootprint(k)-slotFootprint(k) > start {
+			// (Slots too big for a region, or no kernel to move before, or
+			// a plan whose other tiles need SBUF above the region's start:
+			// one planned with the whole of SBUF, a resident A of many K
+			// tiles, which pinned slots would leave no room for.)
 			return hoist{region: -1}
 		}
 		for _, t := range k.Tiles {
@@ -141,6 +146,18 @@ func (l *lowering) headOf(p *kernels.GEMMPlan, k *tile.Kernel, a *tile.Tile) hoi
 		h.aRes = p.AResidentStmts()
 	}
 	return h
+}
+
+// slotFootprint is the SBUF per partition of a GEMM kernel's unpinned
+// weight slots (kernels.SlotTileName), as sbufFootprint counts them.
+func slotFootprint(k *tile.Kernel) int64 {
+	var n int64
+	for _, t := range k.Tiles {
+		if t.Name == kernels.SlotTileName && t.Mem == isa.MemSBUF && t.Offset < 0 {
+			n += (t.Bytes() + 63) / 64 * 64 * int64(max(t.Bufs, 1))
+		}
+	}
+	return n
 }
 
 // prefetchAt returns the body position a head whose slots take region

@@ -210,7 +210,7 @@ func buildCost(cfg *configs.RunConfig, r *Report) error {
 	}
 	h := &cfg.Hardware
 	coresPerChip := max(h.Chip.Cores, 1)
-	cores := max(r.CoresUsed, 1)
+	cores := planCores(r.CoresUsed, m)
 	cr := &CostReport{UserPrices: book.User(), EnergyNote: cost.EnergyNote, ScalingNote: scalingNote}
 	trn := CostOption{Name: fmt.Sprintf("%s, %s", h.Preset, plural(int64(cores), "NeuronCore")), Accelerator: h.Preset, Units: cores, Unit: "NeuronCores", TokensPerS: m.TokensPerS}
 	var trnChipHour float64

@@ -299,14 +299,15 @@ func gpuPlanLabel(g GPUReport) string {
 // trainiumSide names the Trainium side of a comparison ("this NeuronCore
 // is", "these 8 NeuronCores are"), with the verb given (or none).
 func (r *Report) trainiumSide(one, many string) string {
-	if r.CoresUsed <= 1 {
+	cores := planCores(r.CoresUsed, r.Model)
+	if cores <= 1 {
 		if one == "" {
 			return "one NeuronCore"
 		}
 		return "this NeuronCore " + one
 	}
 	if many == "" {
-		return fmt.Sprintf("%d NeuronCores", r.CoresUsed)
+		return fmt.Sprintf("%d NeuronCores", cores)
 	}
-	return fmt.Sprintf("these %d NeuronCores %s", r.CoresUsed, many)
+	return fmt.Sprintf("these %d NeuronCores %s", cores, many)
 }

@@ -30,6 +30,11 @@ type ModelReport struct {
 	SimulatedLayers int64   `json:"simulated_layers"`
 	LayerTimeS      float64 `json:"layer_time_s,omitempty"`
 	TimeS           float64 `json:"time_s"`
+	// Replicas is the parallel plan's copies, SimulatedReplicas those
+	// simulated (fewer with replica reuse: the others take their time;
+	// every model figure counts all Replicas, on all their cores).
+	Replicas          int `json:"replicas,omitempty"`
+	SimulatedReplicas int `json:"simulated_replicas,omitempty"`
 	// RuntimeOverheadS is hardware.runtime.execution_overhead_us, included
 	// in TimeS (a fixed cost per execution the simulation does not model).
 	RuntimeOverheadS float64 `json:"runtime_overhead_s,omitempty"`
@@ -108,7 +113,8 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 	overhead := h.Runtime.ExecutionOverheadUs * 1e-6
 	sim += overhead
 	m := &ModelReport{Model: mi.Model, Family: mi.Family, Mode: mi.Mode, Batch: mi.Batch, Seq: mi.Seq, Past: mi.Past, Tokens: mi.Tokens,
-		Layers: mi.Layers, LayersTotal: mi.LayersTotal, SimulatedLayers: mi.SimLayers, LayerTimeS: layerTime, TimeS: sim, RuntimeOverheadS: overhead, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
+		Layers: mi.Layers, LayersTotal: mi.LayersTotal, SimulatedLayers: mi.SimLayers, LayerTimeS: layerTime,
+		Replicas: max(mi.Replicas, 1), SimulatedReplicas: simulatedReplicas(mi), TimeS: sim, RuntimeOverheadS: overhead, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
 		Memory:           ModelMemory{WeightsBytes: mi.WeightBytes, ActivationsBytes: mi.ActivationBytes, KVCacheBytes: mi.KVCacheBytes},
 		HBMCapacityBytes: mi.HBMCapacityBytes}
 	m.MinHBMBytes = info.MinHBMBytes
@@ -126,10 +132,12 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		} else {
 			m.TPOTS = sim
 		}
-		cores := float64(max(r.CoresUsed, 1))
+		// Every copy's cores (replica reuse simulates one copy of them).
+		copies := float64(m.Replicas) / float64(m.SimulatedReplicas)
+		cores := float64(max(r.CoresUsed, 1)) * copies
 		// The peak of the dtypes and modes the matmuls ran in (the
 		// report's, FLOPs-weighted), else the activations' dtype.
-		peak := r.PeakTFLOPS * 1e12
+		peak := r.PeakTFLOPS * 1e12 * copies
 		if peak <= 0 {
 			rate, _ := h.MatmulRate(info.DType, 0)
 			peak = h.PeakBaseFLOPSPerCore() * rate * cores
@@ -140,7 +148,7 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		m.MBUPct = 100 * float64(mi.WeightReadBytes+mi.KVReadBytes) * float64(max(mi.Replicas, 1)) / sim / bw
 	}
 	if in, ok := trainiumPrice(cfg, priceBook(cfg)); ok && m.TokensPerS > 0 {
-		cores := float64(max(r.CoresUsed, 1))
+		cores := float64(planCores(r.CoresUsed, m))
 		m.USDPerHour = in.PerAccelerator() / float64(max(h.Chip.Cores, 1)) * cores
 		m.USDPerMillionTokens = cost.PerMillionTokens(m.USDPerHour, m.TokensPerS)
 		m.Instance, m.PriceKind, m.PriceSource = in.Name, in.Kind, in.Source
@@ -204,4 +212,27 @@ func fmtSeconds(s float64) string {
 		return fmt.Sprintf("%.3f ms", s*1e3)
 	}
 	return fmt.Sprintf("%.1f µs", s*1e6)
+}
+
+// simulatedReplicas is how many of a plan's copies were simulated (all of
+// them where the lowering did not say).
+func simulatedReplicas(mi *workloads.ModelInfo) int {
+	if mi.SimReplicas > 0 {
+		return mi.SimReplicas
+	}
+	return max(mi.Replicas, 1)
+}
+
+// ModelCores is the cores of every copy of a model run's plan (the
+// simulated program's cores where replica reuse did not leave copies out).
+func (r *Report) ModelCores() int { return planCores(r.CoresUsed, r.Model) }
+
+// planCores is the cores of every copy of a model run's plan: the
+// simulated program's cores, times the copies replica reuse left out.
+func planCores(coresUsed int, m *ModelReport) int {
+	cores := max(coresUsed, 1)
+	if m != nil && m.SimulatedReplicas > 0 && m.Replicas > m.SimulatedReplicas {
+		cores = cores * m.Replicas / m.SimulatedReplicas
+	}
+	return cores
 }

@@ -98,6 +98,59 @@ func TestLayerReuseMatchesExact(t *testing.T) {
 	}
 }
 
+// Replica reuse simulates one copy of a plan whose copies share no
+// hardware, and gives every model figure of the exact run (all copies
+// simulated) within 1%, with fewer instructions: copies of TP2 on their
+// own HBM stacks of one trn2 chip, and of TP8 on chips of their own of a
+// trn2.48xlarge. Copies that span chips (their collectives cross links
+// another copy's may use) and copies that share an HBM stack (one core
+// each on trn2, whose stacks serve two cores) are always simulated
+// together.
+func TestReplicaReuseMatchesExact(t *testing.T) {
+	for _, tc := range []struct {
+		name, hw, par, model string
+		reused               bool
+	}{
+		{"llama-3.2-1b decode, tp 2 x 4 copies, one trn2 chip", "{preset: trn2, chip: {lnc: 1}}", "{tp: 2, replicas: 4}",
+			"name: llama-3.2-1b, mode: decode, batch: 4, context: 2048, layers: 2", true},
+		{"llama-3-8b decode, tp 8 x 2 copies, trn2.48xlarge", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 8, replicas: 2}",
+			"name: llama-3-8b, mode: decode, batch: 4, context: 1024, layers: 1", true},
+		{"llama-3.2-1b prefill, tp 1 x 2 copies, trn2", "{preset: trn2, chip: {lnc: 1}}", "{replicas: 2}",
+			"name: llama-3.2-1b, mode: prefill, seq: 256, layers: 1", false},
+		{"llama-3.2-1b decode, tp 16 x 2 copies over chips", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 16, replicas: 2}",
+			"name: llama-3.2-1b, mode: decode, batch: 2, context: 256, layers: 1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(exact bool) (*report.Report, int64) {
+				_, r, res := simulateModel(t, fmt.Sprintf("hardware: %s\nparallel: %s\nworkload:\n  kind: model\n  model: {%s, exact: %v}\n", tc.hw, tc.par, tc.model, exact))
+				return r, res.Instructions
+			}
+			reuse, ri := run(false)
+			exact, ei := run(true)
+			require.Equal(t, exact.Model.Replicas, exact.Model.SimulatedReplicas)
+			if !tc.reused {
+				assert.Equal(t, reuse.Model.Replicas, reuse.Model.SimulatedReplicas, "every copy simulated")
+				assert.Equal(t, ei, ri)
+				return
+			}
+			require.Equal(t, 1, reuse.Model.SimulatedReplicas)
+			assert.Less(t, ri, ei, "reuse simulates fewer instructions")
+			for _, f := range []struct {
+				name         string
+				reuse, exact float64
+			}{
+				{"time", reuse.Model.TimeS, exact.Model.TimeS}, {"tokens/s", reuse.Model.TokensPerS, exact.Model.TokensPerS},
+				{"MFU", reuse.Model.MFUPct, exact.Model.MFUPct}, {"MBU", reuse.Model.MBUPct, exact.Model.MBUPct},
+				{"$/h", reuse.Model.USDPerHour, exact.Model.USDPerHour},
+			} {
+				assert.InEpsilon(t, f.exact, f.reuse, 0.01, "%s: reuse %.6g, exact %.6g", f.name, f.reuse, f.exact)
+			}
+			t.Logf("reuse %.4f ms (%d instructions), exact %.4f ms (%d): %+.3f%%", reuse.Model.TimeS*1e3, ri, exact.Model.TimeS*1e3, ei,
+				100*(reuse.Model.TimeS/exact.Model.TimeS-1))
+		})
+	}
+}
+
 // The GPU baselines time the same graph: positive times, tokens/s from
 // them, percentages within 100, and the speed ratio as defined.
 func TestGPUComparison(t *testing.T) {

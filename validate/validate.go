@@ -250,7 +250,10 @@ func evaluate(c *Case, cfg *configs.RunConfig, out *runner.Outcome) (Row, error)
 			row.Predicted = m.TimeS * scale
 			row.Bound = m.TimeS * util * scale
 		}
-		counters = fmt.Sprintf("%s %s: time %.4g ms (%.0f tokens/s), MFU %.1f%%, MBU %.1f%%, %d cores", m.Model, m.Mode, m.TimeS*1e3, m.TokensPerS, m.MFUPct, m.MBUPct, r.CoresUsed)
+		counters = fmt.Sprintf("%s %s: time %.4g ms (%.0f tokens/s), MFU %.1f%%, MBU %.1f%%, %d cores", m.Model, m.Mode, m.TimeS*1e3, m.TokensPerS, m.MFUPct, m.MBUPct, r.ModelCores())
+		if m.SimulatedReplicas < m.Replicas {
+			counters += fmt.Sprintf(" (%d of %d copies simulated)", m.SimulatedReplicas, m.Replicas)
+		}
 		if r.Comm != nil {
 			counters += fmt.Sprintf(", collectives %.4g ms (%.4g ms exposed)", r.Comm.TimeS*1e3, r.Comm.ExposedS*1e3)
 		}

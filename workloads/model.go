@@ -61,6 +61,12 @@ type ModelInfo struct {
 	// figure above is the whole pass's (one copy); the memory figures are
 	// one physical rank's.
 	TP, Replicas, Ranks int
+	// SimReplicas is how many of the Replicas copies are simulated: all of
+	// them, or one where the copies share nothing (replica reuse: the
+	// others run the same program on hardware of their own, and take its
+	// time); the simulated program's figures (engines, DMA, HBM, cores
+	// used) are those copies'.
+	SimReplicas int
 }
 
 // plan is how a model run spreads over ranks.
@@ -81,6 +87,20 @@ func modelPlan(cfg *configs.RunConfig) plan {
 	}
 	p.ranks = p.shard * p.replicas
 	return p
+}
+
+// copiesShareNothing reports whether copies of shard physical cores each,
+// laid out one after another, share no hardware: each within one chip
+// (its collectives never reach a link), the chip an exact number of
+// copies, and each copy on HBM stacks of its own (stacks not interleaved,
+// the copy a whole number of a stack's cores). The on-chip fabric has no
+// bandwidth to share (package noc).
+func copiesShareNothing(h *configs.Hardware, shard int) bool {
+	cores, stacks := h.Chip.Cores, h.Chip.HBM.Stacks
+	if shard < 1 || cores < 1 || stacks < 1 || cores%stacks != 0 || h.Chip.HBM.InterleaveBytes != 0 {
+		return false
+	}
+	return shard <= cores && cores%shard == 0 && shard%(cores/stacks) == 0
 }
 
 // modelFit blames what does not fit on the model fields.
@@ -149,6 +169,11 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		return nil, nil, err
 	}
 	mi.TP, mi.Replicas, mi.Ranks = pl.tp, pl.replicas, pl.ranks
+	mi.SimReplicas = pl.replicas
+	if !m.Exact && pl.replicas > 1 && copiesShareNothing(&cfg.Hardware, pl.shard) {
+		mi.SimReplicas = 1
+	}
+	simRanks := pl.shard * mi.SimReplicas
 	build := func(layers int64) (*graph.Graph, error) {
 		return c.Build(zoo.BuildOptions{Pass: pass, Layers: layers, WeightDType: wdt, TP: int64(pl.shard)})
 	}
@@ -193,7 +218,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			return nil, nil, cfg.FieldError("workload.model", "%v", err)
 		}
 	}
-	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{Ranks: pl.ranks, GroupSize: pl.shard})
+	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{Ranks: simRanks, GroupSize: pl.shard})
 	if err != nil {
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
 	}
@@ -207,9 +232,9 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// Every rank runs its part of the graph simulated: the work is the
-	// ranks' together.
-	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()) * float64(pl.ranks), MinHBMBytes: sim.MinHBMBytes() * int64(pl.ranks),
+	// Every simulated rank runs its part of the graph: the work is the
+	// simulated ranks' together.
+	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()) * float64(simRanks), MinHBMBytes: sim.MinHBMBytes() * int64(simRanks),
 		Model: mi, Notes: append(res.Notes, p.Notes...), Choices: []Choice{queueChoice(cfg)}}
 	mi.Graph = g
 	mi.GraphTP = func(tp int) (*graph.Graph, error) {
@@ -237,6 +262,10 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			desc += fmt.Sprintf(" of %d physical cores each (lnc %d; a rank's cores split its work as tensor parallelism too)", pl.lnc, pl.lnc)
 		}
 		info.Notes = append(info.Notes, fmt.Sprintf("parallel: %s, %d physical cores in all; memory figures are one core's", desc, pl.ranks))
+	}
+	if mi.SimReplicas < mi.Replicas {
+		info.Notes = append(info.Notes, fmt.Sprintf("replica reuse: %d of the %d copies simulated, the others on hardware of their own (%d physical cores each, sharing no HBM stack, chip or link with another copy) take its time (the model figures count every copy; the engine, DMA and HBM figures are the simulated copy's); --exact simulates them all",
+			mi.SimReplicas, mi.Replicas, pl.shard))
 	}
 	if mi.SimLayers < mi.Layers {
 		info.Notes = append(info.Notes, fmt.Sprintf("layer reuse: %d of the %d layers simulated, the rest at the mean time of the third to the last but one (the model figures; the engine, DMA and HBM figures are the %d layers'); --exact simulates every layer",

@@ -124,7 +124,8 @@ func TestTensorParallelSpeedsUpDecode(t *testing.T) {
 // the time of one.
 func TestReplicasRunSideBySide(t *testing.T) {
 	run := func(par string) (float64, int) {
-		return simTime(t, parallelConfig(t, "{instance: trn1.2xlarge}", "bert-base", "mode: prefill, seq: 128", par, 2))
+		// (exact: every copy simulated, where replica reuse would simulate one)
+		return simTime(t, parallelConfig(t, "{instance: trn1.2xlarge}", "bert-base", "mode: prefill, seq: 128, exact: true", par, 2))
 	}
 	one, c1 := run("{}")
 	two, c2 := run("{replicas: 2}")
@@ -137,7 +138,7 @@ func TestReplicasRunSideBySide(t *testing.T) {
 // own ranks, and the copies run side by side.
 func TestReplicasOfTensorParallelism(t *testing.T) {
 	run := func(par string) (float64, int) {
-		return simTime(t, parallelConfig(t, "{preset: trn2, chip: {lnc: 1}}", "llama-3.2-1b", "mode: decode, context: 128", par, 1))
+		return simTime(t, parallelConfig(t, "{preset: trn2, chip: {lnc: 1}}", "llama-3.2-1b", "mode: decode, context: 128, exact: true", par, 1))
 	}
 	one, c1 := run("{tp: 2}")
 	two, c2 := run("{tp: 2, replicas: 2}")

@@ -713,9 +713,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// CSVHeader and CSVRow give one line of run totals.
+// CSVHeader and CSVRow give one line of run totals; a model run's figures
+// (for every layer and copy, where the simulated time is the simulated
+// program's) close the line, empty for other runs.
 func CSVHeader() string {
-	return "config,hardware,workload,simulated_time_s,tflops,peak_pct,tensor_busy_pct,vector_busy_pct,scalar_busy_pct,gpsimd_busy_pct,sync_busy_pct,dma_bytes,dma_bandwidth_gbps,hbm_read_bytes,hbm_write_bytes,instructions,host_time_s,config_hash"
+	return "config,hardware,workload,simulated_time_s,tflops,peak_pct,tensor_busy_pct,vector_busy_pct,scalar_busy_pct,gpsimd_busy_pct,sync_busy_pct,dma_bytes,dma_bandwidth_gbps,hbm_read_bytes,hbm_write_bytes,instructions,host_time_s,config_hash" +
+		",model_time_s,ttft_s,tpot_s,tokens_per_s,mfu_pct,mbu_pct,usd_per_million_tokens"
 }
 
 // CSVRow returns the report's totals in CSVHeader's order.
@@ -730,7 +733,23 @@ func (r *Report) CSVRow() string {
 	return fmt.Sprintf("%s,%s,%s,%.9g,%.6g,%.4g,%.4g,%.4g,%.4g,%.4g,%.4g,%d,%.6g,%d,%d,%d,%.4g,%s",
 		q(r.Config), q(r.Hardware), q(r.Workload), r.SimulatedTimeS, r.TFLOPS, r.PeakPct,
 		e["tensor"].BusyPct, e["vector"].BusyPct, e["scalar"].BusyPct, e["gpsimd"].BusyPct, e["sync"].BusyPct,
-		r.DMA.Bytes, r.DMA.BandwidthGBps, r.HBM.ReadBytes, r.HBM.WriteBytes, r.Instructions, r.HostTimeS, r.ConfigHash)
+		r.DMA.Bytes, r.DMA.BandwidthGBps, r.HBM.ReadBytes, r.HBM.WriteBytes, r.Instructions, r.HostTimeS, r.ConfigHash) + r.modelCSV()
+}
+
+// modelCSV is CSVRow's model columns: empty for a run of no model, and
+// for a figure the run has none of (a prefill's time per output token).
+func (r *Report) modelCSV() string {
+	m := r.Model
+	if m == nil {
+		return ",,,,,,"
+	}
+	g := func(v float64) string {
+		if v == 0 {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'g', 9, 64)
+	}
+	return strings.Join([]string{"", g(m.TimeS), g(m.TTFTS), g(m.TPOTS), g(m.TokensPerS), g(m.MFUPct), g(m.MBUPct), g(m.USDPerMillionTokens)}, ",")
 }
 
 // HumanBytes prints a size in bytes with a binary unit: 812 B, 7.8 KiB,

@@ -409,6 +409,17 @@ func (r *pointRun) finish() (string, Row) {
 				}
 				row.Metrics[k] = v
 			}
+			// A model run's own figures (for every layer and copy): its
+			// section's values, as model_<name>.
+			if mm, ok := m["model"].(map[string]any); ok {
+				for k, v := range mm {
+					switch v.(type) {
+					case map[string]any, []any, string:
+						continue
+					}
+					row.Metrics["model_"+k] = v
+				}
+			}
 		}
 	}
 	csvData, cerr := os.ReadFile(r.cs)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -453,4 +454,49 @@ func TestCancelledSweepRecordsOnlyFinishedPoints(t *testing.T) {
 	assert.Equal(t, len(pts), sum.Skipped+sum.Ran)
 	_, got := readRows(t, dir)
 	assert.Equal(t, want, got)
+}
+
+// A sweep over a model records the model's own figures (for every layer,
+// where the simulated time is the simulated layers'): in results.jsonl as
+// model_<name>, and in results.csv's model columns; a decode has a time
+// per output token and no time to first token.
+func TestModelSweepRecordsTheModelsFigures(t *testing.T) {
+	dir := t.TempDir()
+	base := "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 64, tokens: 1, layers: 1}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(base), 0o644))
+	path := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("base: base.yaml\naxes:\n  workload.model.context: [64, 300]\n"), 0o644))
+	s, err := Load(path)
+	require.NoError(t, err)
+	pts, err := s.Resolve("test", 2)
+	require.NoError(t, err)
+	out := t.TempDir()
+	sum, err := s.Run(context.Background(), pts, Options{Exe: trnsimBinary(t), OutDir: out, Jobs: 2})
+	require.NoError(t, err)
+	require.Equal(t, 2, sum.Ran)
+	rows, csvRows := readRows(t, out)
+	data, err := os.ReadFile(filepath.Join(out, "results.csv"))
+	require.NoError(t, err)
+	header := strings.Split(strings.SplitN(string(data), "\n", 2)[0], ",")
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	for id, r := range rows {
+		require.Equal(t, "ok", r.Status, r.Error)
+		tpot, ok := r.Metrics["model_tpot_s"].(float64)
+		require.True(t, ok, "model_tpot_s in %v", r.Metrics)
+		assert.Greater(t, tpot, 0.0)
+		assert.Equal(t, tpot, r.Metrics["model_time_s"])
+		assert.NotContains(t, r.Metrics, "model_ttft_s")
+		for _, k := range []string{"model_mfu_pct", "model_mbu_pct", "model_tokens_per_s"} {
+			v, ok := r.Metrics[k].(float64)
+			assert.True(t, ok && v > 0 && v <= 100 || k == "model_tokens_per_s" && v > 0, "%s: %v", k, r.Metrics[k])
+		}
+		f := strings.Split(csvRows[id], ",")
+		assert.Equal(t, "", f[col["ttft_s"]])
+		got, err := strconv.ParseFloat(f[col["tpot_s"]], 64)
+		require.NoError(t, err)
+		assert.InEpsilon(t, tpot, got, 1e-6)
+	}
 }

@@ -172,7 +172,7 @@ func (r *plotRequest) load() error {
 	}
 	// Seconds are drawn in the unit their largest value reads best in.
 	r.yScale = 1
-	if strings.HasSuffix(r.y, "_s") && !r.yIsAxisValue {
+	if isSeconds(r.y) && !r.yIsAxisValue {
 		hi := 0.0
 		for _, row := range r.rows {
 			v, _ := row.Metrics[r.y].(float64)
@@ -384,12 +384,23 @@ func axisNames(r sweep.Row) []string {
 	return out
 }
 
+// isSeconds reports whether a metric is a time in seconds (_s, not a rate
+// per second).
+func isSeconds(metric string) bool {
+	return strings.HasSuffix(metric, "_s") && !strings.HasSuffix(metric, "_per_s")
+}
+
 // label names a metric with its unit.
 func label(metric string) string {
+	words := func(s string) string { return strings.ReplaceAll(s, "_", " ") }
 	switch {
+	case strings.HasSuffix(metric, "_per_s"):
+		return words(strings.TrimSuffix(metric, "_per_s")) + " per second (1/s)"
+	case strings.Contains(metric, "usd_per_million_tokens"):
+		return words(strings.Replace(metric, "usd_per_million_tokens", "cost per million tokens", 1)) + " (USD)"
 	case strings.HasSuffix(metric, "_pct"):
 		return strings.ReplaceAll(strings.TrimSuffix(metric, "_pct"), "_", " ") + " (%)"
-	case strings.HasSuffix(metric, "_s"):
+	case isSeconds(metric):
 		return strings.ReplaceAll(strings.TrimSuffix(metric, "_s"), "_", " ") + " (s)"
 	case strings.HasSuffix(metric, "_bytes"):
 		return strings.ReplaceAll(strings.TrimSuffix(metric, "_bytes"), "_", " ") + " (bytes)"

@@ -100,8 +100,9 @@ type ModelWorkload struct {
 	// dequantised on chip) or fp8e4 (FP8 double-row matmuls where TensorE
 	// has them, dequantised elsewhere).
 	WeightsDType string `yaml:"weights_dtype"`
-	// Exact simulates every layer; by default identical layers reuse the
-	// timing of the last one simulated (two are).
+	// Exact simulates every layer and every copy; by default six identical
+	// layers are simulated and the rest take the inner ones' mean time,
+	// and copies of parallel.replicas that share no hardware take one's.
 	Exact bool `yaml:"exact"`
 	// RoutingSkew is how unevenly a mixture of experts' token picks spread
 	// over its experts: 0 (the default) evenly; s > 0 expert i's share in

@@ -441,9 +441,27 @@ func modelInfo(cfg *configs.RunConfig, c *zoo.Config, g *graph.Graph, pass nn.Pa
 		}
 		mi.WeightReadBytes += t.Bytes()
 	}
+	// The cache a pass reads: every past entry, but behind a sliding
+	// window only the last window-1 of each sequence (the pass's queries
+	// see keys from Past-window+1 on).
+	window := map[*graph.Tensor]int64{}
+	for _, o := range g.Ops {
+		if o.Kind != graph.SDPA || o.Attrs.Window <= 0 || len(o.Inputs) < 3 {
+			continue
+		}
+		for _, kv := range o.Inputs[1:3] {
+			if a := kv.Producer; a != nil && a.Kind == graph.KVAppend && len(a.Inputs) == 2 && a.Inputs[0] != nil {
+				window[a.Inputs[0]] = o.Attrs.Window
+			}
+		}
+	}
 	for _, t := range g.Tensors {
 		if t.Role == graph.KVCache && t.Producer == nil {
-			mi.KVReadBytes += t.Bytes()
+			b := t.Bytes()
+			if w, ok := window[t]; ok && len(t.Shape) == 4 && t.Shape[2] > w-1 {
+				b = b / t.Shape[2] * (w - 1)
+			}
+			mi.KVReadBytes += b
 		}
 	}
 	// Decode's cache grows to context + tokens by the last step: the

@@ -230,3 +230,20 @@ func TestModelWithManyQueues(t *testing.T) {
 		require.NoError(t, err, "dma_queues=%d", q)
 	}
 }
+
+// Behind a sliding window a decode reads only the window's keys of its
+// cache: Mistral-7B (window 4,096, 8 KV heads of 128) at 30,000 keys
+// reads 4,095 of each sequence's past keys per layer, K and V; without a
+// window (Qwen2-7B, 4 KV heads of 128) all of them.
+func TestKVReadBytesFollowTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		model         string
+		kvHeads, keys int64
+	}{{"mistral-7b", 8, 4095}, {"qwen2-7b", 4, 30000}} {
+		cfg := modelConfig(t, "trn2", tc.model, "mode: decode, context: 30000, batch: 2", 1)
+		_, info, err := Lower(cfg)
+		require.NoError(t, err)
+		// batch x K and V x heads x keys x head dim x BF16
+		assert.Equal(t, 2*2*tc.kvHeads*tc.keys*128*2, info.Model.KVReadBytes, tc.model)
+	}
+}

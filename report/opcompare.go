@@ -98,7 +98,7 @@ func layerOf(name string) string {
 // its simulated layers): an op only one side has (the GPU's all-reduces of
 // a tp 1 plan are none) counts as taking no time on the other.
 func (r *Report) compareOps(cfg *configs.RunConfig) {
-	narrow := hbmNarrower(cfg, r.CoresUsed)
+	narrow := hbmNarrower(cfg, r.ModelCores()) // (every copy's cores, as the exact run has them)
 	trn := map[string]*OpReport{}
 	layers := map[string]bool{}
 	for i := range r.Ops {

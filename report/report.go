@@ -741,7 +741,7 @@ func (r *Report) CSVRow() string {
 func (r *Report) modelCSV() string {
 	m := r.Model
 	if m == nil {
-		return ",,,,,,"
+		return strings.Repeat(",", 7) // CSVHeader's seven model columns, empty
 	}
 	g := func(v float64) string {
 		if v == 0 {

@@ -396,6 +396,10 @@ func TestStandardOutput(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	require.Len(t, lines, 2)
 	assert.Equal(t, report.CSVHeader(), lines[0])
+	// A run of no model has the model columns, empty: as many fields as
+	// the header (the config names no comma).
+	assert.Equal(t, strings.Count(lines[0], ","), strings.Count(lines[1], ","), "fields: %s", lines[1])
+	assert.True(t, strings.HasSuffix(lines[1], ",,,,,,,"), lines[1])
 
 	_, err = Run(smallConfig(t), Options{JSON: "-", Stdout: failingWriter{}})
 	require.Error(t, err)

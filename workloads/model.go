@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/trnsim/trnsim/workloads/graph"
 	"github.com/trnsim/trnsim/workloads/lowergraph"
 	"github.com/trnsim/trnsim/workloads/nn"
+	"github.com/trnsim/trnsim/workloads/sched"
 	"github.com/trnsim/trnsim/workloads/zoo"
 )
 
@@ -108,6 +110,14 @@ var modelFit = map[isa.Memory][]string{
 	isa.MemSBUF: {"hardware.core.sbuf.partition_kib", "workload.model.batch", "workload.model.seq"},
 	isa.MemPSUM: {"hardware.core.psum.partition_kib", "hardware.core.psum.banks"},
 	isa.MemHBM:  {"workload.model.layers", "workload.model.batch", "workload.model.context", "workload.model.seq", "hardware.chip.hbm.stack_gib"},
+}
+
+// modelOpFit blames an op's kernel whose working set does not fit on
+// chip (attention over a long context, before the model kernel is
+// placed).
+var modelOpFit = map[isa.Memory][]string{
+	isa.MemSBUF: {"hardware.core.sbuf.partition_kib", "workload.model.context", "workload.model.seq", "workload.model.batch"},
+	isa.MemPSUM: {"hardware.core.psum.partition_kib", "hardware.core.psum.banks"},
 }
 
 // ModelConfig resolves the model a config names.
@@ -220,6 +230,14 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	}
 	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{Ranks: simRanks, GroupSize: pl.shard})
 	if err != nil {
+		// A kernel's working set that does not fit on chip blames what the
+		// user set that sizes it, where there is one.
+		var fe *sched.FitError
+		if errors.As(err, &fe) && fe.Mem.OnChip() {
+			if path, ok := cfg.UserSet(modelOpFit[fe.Mem]...); ok {
+				return nil, nil, cfg.FieldError(path, "%v", err)
+			}
+		}
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
 	}
 	mi.LayerOf = map[int32]int64{}
@@ -441,29 +459,8 @@ func modelInfo(cfg *configs.RunConfig, c *zoo.Config, g *graph.Graph, pass nn.Pa
 		}
 		mi.WeightReadBytes += t.Bytes()
 	}
-	// The cache a pass reads: every past entry, but behind a sliding
-	// window only the last window-1 of each sequence (the pass's queries
-	// see keys from Past-window+1 on).
-	window := map[*graph.Tensor]int64{}
-	for _, o := range g.Ops {
-		if o.Kind != graph.SDPA || o.Attrs.Window <= 0 || len(o.Inputs) < 3 {
-			continue
-		}
-		for _, kv := range o.Inputs[1:3] {
-			if a := kv.Producer; a != nil && a.Kind == graph.KVAppend && len(a.Inputs) == 2 && a.Inputs[0] != nil {
-				window[a.Inputs[0]] = o.Attrs.Window
-			}
-		}
-	}
-	for _, t := range g.Tensors {
-		if t.Role == graph.KVCache && t.Producer == nil {
-			b := t.Bytes()
-			if w, ok := window[t]; ok && len(t.Shape) == 4 && t.Shape[2] > w-1 {
-				b = b / t.Shape[2] * (w - 1)
-			}
-			mi.KVReadBytes += b
-		}
-	}
+	// The cache a pass reads (behind a sliding window, the window's).
+	mi.KVReadBytes = g.KVReadBytes()
 	// Decode's cache grows to context + tokens by the last step: the
 	// footprint is there (the simulated step's cache is at the mean).
 	if m.Mode == "decode" && pass.Past+1 > 0 {

@@ -205,9 +205,40 @@ func (g *Graph) MinHBMBytes() int64 {
 			n += t.Bytes()
 		case t.Role == Parameter:
 			n += min(t.Bytes(), part[t])
-		case t.Role == Input, t.Role == Output, t.Role == KVCache && t.Producer == nil:
+		case t.Role == Input, t.Role == Output:
 			n += t.Bytes()
 		}
+	}
+	return n + g.KVReadBytes()
+}
+
+// KVReadBytes is the bytes of the KV cache before the pass (the caches no
+// op produces) that the pass reads at least: all of each, but behind a
+// sliding window only the entries the window holds for the first query
+// (of a past of P entries, those from P-window+1 on; the cache is
+// [batch, heads, P, head dim]).
+func (g *Graph) KVReadBytes() int64 {
+	window := map[*Tensor]int64{}
+	for _, o := range g.Ops {
+		if o.Kind != SDPA || o.Attrs.Window <= 0 || !o.Attrs.Causal {
+			continue
+		}
+		for _, kv := range o.Inputs[1:3] {
+			if a := kv.Producer; a != nil && a.Kind == KVAppend && a.Inputs[0] != nil {
+				window[a.Inputs[0]] = o.Attrs.Window
+			}
+		}
+	}
+	var n int64
+	for _, t := range g.Tensors {
+		if t.Role != KVCache || t.Producer != nil {
+			continue
+		}
+		b := t.Bytes()
+		if w, ok := window[t]; ok && len(t.Shape) == 4 && t.Shape[2] > w-1 {
+			b = b / t.Shape[2] * (w - 1)
+		}
+		n += b
 	}
 	return n
 }

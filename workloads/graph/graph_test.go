@@ -73,12 +73,16 @@ func TestAttentionPairsAndFLOPs(t *testing.T) {
 		s, t, past, w int64
 		causal        bool
 		pairs         int64
+		keysRead      int64 // of K and V, for the least HBM bytes
 	}{
-		{"prefill causal", 4, 4, 0, 0, true, 10},
-		{"full", 4, 6, 0, 0, false, 24},
-		{"decode", 1, 8, 7, 0, true, 8},
-		{"chunked prefill", 2, 6, 4, 0, true, 5 + 6},
-		{"sliding window", 4, 4, 0, 2, true, 1 + 2 + 2 + 2},
+		{"prefill causal", 4, 4, 0, 0, true, 10, 4},
+		{"full", 4, 6, 0, 0, false, 24, 6},
+		{"decode", 1, 8, 7, 0, true, 8, 8},
+		{"chunked prefill", 2, 6, 4, 0, true, 5 + 6, 6},
+		{"sliding window", 4, 4, 0, 2, true, 1 + 2 + 2 + 2, 4},
+		// Behind the window: the first query (position 7) sees keys 5 to 7.
+		{"decode behind a window", 1, 8, 7, 3, true, 3, 3},
+		{"chunked prefill behind a window", 2, 10, 8, 4, true, 4 + 4, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBuilder()
@@ -91,6 +95,9 @@ func TestAttentionPairsAndFLOPs(t *testing.T) {
 			op := g.Ops[0]
 			assert.Equal(t, tc.pairs, op.Pairs())
 			assert.Equal(t, 2*8*tc.pairs*(2*64+2*64+5), op.FLOPs())
+			// Q and the output, and K and V (the same tensor here) for the
+			// keys some query sees, BF16.
+			assert.Equal(t, 2*(2*8*tc.s*64)*2+2*(2*2*tc.keysRead*64)*2, op.MinHBMBytes())
 		})
 	}
 }

@@ -133,7 +133,7 @@ func init() {
 		AddOp:      {inputs: 2, outputs: 1, infer: inferBinary(false), flops: perElement(1)},
 		MulOp:      {inputs: 2, outputs: 1, infer: inferBinary(false), flops: perElement(1)},
 		RoPE:       {inputs: 3, outputs: 1, infer: inferRoPE, flops: flopsRoPE},
-		SDPA:       {inputs: 3, outputs: 1, infer: inferSDPA, flops: flopsSDPA},
+		SDPA:       {inputs: 3, outputs: 1, infer: inferSDPA, flops: flopsSDPA, bytes: bytesSDPA},
 		KVAppend:   {inputs: 2, optional: []int{0}, outputs: 1, infer: inferKVAppend, flops: zero, bytes: bytesKVAppend},
 		Reshape:    {inputs: 1, outputs: 1, infer: inferReshape, flops: zero, bytes: zero},
 		Permute:    {inputs: 1, outputs: 1, infer: inferPermute, flops: zero, bytes: zero},
@@ -397,6 +397,24 @@ func inferKVAppend(o *Op) ([]Spec, error) {
 	}
 	out := []int64{cache.Shape[0], cache.Shape[1], cache.Shape[2] + nw.Shape[2], cache.Shape[3]}
 	return []Spec{{Shape: out, DType: cache.DType, Role: KVCache}}, nil
+}
+
+// bytesSDPA: Q read and the output written once, and of K and V the keys
+// some query sees: behind a sliding window, those from the first query's
+// window on (every key otherwise).
+func bytesSDPA(o *Op) int64 {
+	q, k, v, out := o.Inputs[0], o.Inputs[1], o.Inputs[2], o.Outputs[0]
+	kv := k.Bytes() + v.Bytes()
+	if t := k.Shape[2]; o.Attrs.Window > 0 && t > 0 {
+		first := o.Attrs.Past // the first query's position, as Pairs counts
+		if !o.Attrs.Causal {
+			first = t - 1
+		}
+		if lo := max(0, first-o.Attrs.Window+1); lo > 0 {
+			kv = kv / t * (t - lo)
+		}
+	}
+	return q.Bytes() + kv + out.Bytes()
 }
 
 // bytesKVAppend: the new entries, read and written into the cache.

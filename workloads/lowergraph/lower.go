@@ -36,12 +36,18 @@ type Result struct {
 	Notes []string
 }
 
-// Error is an op the lowering cannot lower, named as the graph names it.
+// Error is an op the lowering cannot lower, named as the graph names it;
+// Err is the kernel's error it reports, if any (a working set that does
+// not fit).
 type Error struct {
 	Op, Kind, Msg string
+	Err           error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%s): %s", e.Op, e.Kind, e.Msg) }
+
+// Unwrap returns the kernel's error.
+func (e *Error) Unwrap() error { return e.Err }
 
 type lowering struct {
 	g       *graph.Graph
@@ -127,6 +133,11 @@ func Lower(g *graph.Graph, tg *sched.Target, name string, opts Options) (*Result
 
 func (l *lowering) errf(format string, args ...any) error {
 	return &Error{Op: l.op.Name, Kind: string(l.op.Kind), Msg: fmt.Sprintf(format, args...)}
+}
+
+// wrapErr is errf of a kernel's error, kept for errors.As.
+func (l *lowering) wrapErr(err error) error {
+	return &Error{Op: l.op.Name, Kind: string(l.op.Kind), Msg: err.Error(), Err: err}
 }
 
 // sanitize makes a tile name of a module path.
@@ -358,7 +369,7 @@ func (l *lowering) linear(o *graph.Op) error {
 	}
 	plan, err := l.planLinear(g, w)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {
@@ -437,7 +448,7 @@ func (l *lowering) matmul(o *graph.Op) error {
 	g := kernels.GEMM{M: m, K: kd, N: n, Batch: batch, In: a.DType, Out: out.DType, AMK: true}
 	plan, err := kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {
@@ -450,7 +461,7 @@ func (l *lowering) matmul(o *graph.Op) error {
 func (l *lowering) elementwise(e kernels.Elementwise, bind map[string]*tile.Tile) error {
 	plan, err := kernels.PlanElementwise(e, kernels.ElementwiseOptions{OpID: l.id}, l.tg)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {

@@ -161,7 +161,7 @@ func (l *lowering) moe(o *graph.Op) error {
 		}
 		plan, err := kernels.PlanGEMM(g, kernels.GEMMOptions{OpID: l.id}, l.tg)
 		if err != nil {
-			return l.errf("%v", err)
+			return l.wrapErr(err)
 		}
 		kn, err := plan.Kernel()
 		if err != nil {

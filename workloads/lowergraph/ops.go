@@ -55,7 +55,7 @@ func (l *lowering) embedding(o *graph.Op) error {
 	e := kernels.Embedding{Tokens: ids.Elements(), Vocab: table.Shape[0], Dim: table.Shape[1], DType: table.DType}
 	plan, err := kernels.PlanEmbedding(e, kernels.EmbeddingOptions{OpID: l.id}, l.tg)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {
@@ -78,7 +78,7 @@ func (l *lowering) rope(o *graph.Op) error {
 	r := kernels.RoPE{Rows: rows, Heads: x.Shape[1], HeadDim: d, DType: x.DType}
 	plan, err := kernels.PlanRoPE(r, kernels.RoPEOptions{OpID: l.id}, l.tg)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {
@@ -113,7 +113,7 @@ func (l *lowering) kvAppend(o *graph.Op) error {
 	a := kernels.KVAppend{Batch: b, Seq: s, Past: past, Heads: h, HeadDim: d, DType: nw.DType, HeadMajor: kvHeadMajor}
 	plan, err := kernels.PlanKVAppend(a, kernels.KVAppendOptions{OpID: l.id}, l.tg)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {

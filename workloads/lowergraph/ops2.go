@@ -23,7 +23,7 @@ func (l *lowering) norm(o *graph.Op) error {
 	n := kernels.Norm{Rows: r, Cols: c, DType: x.DType, RMS: o.Kind == graph.RMSNorm, Bias: bias != nil, Eps: o.Attrs.Eps}
 	plan, err := kernels.PlanNorm(n, kernels.NormOptions{OpID: l.id}, l.tg)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {
@@ -41,7 +41,7 @@ func (l *lowering) softmax(o *graph.Op) error {
 	r, c := rowsCols(x)
 	plan, err := kernels.PlanSoftmax(kernels.Softmax{Rows: r, Cols: c, DType: x.DType}, kernels.SoftmaxOptions{OpID: l.id}, l.tg)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {
@@ -77,7 +77,7 @@ func (l *lowering) sdpa(o *graph.Op) error {
 		KVHeadMajor: headMajor}
 	plan, err := kernels.PlanAttention(a, kernels.AttentionOptions{OpID: l.id}, l.tg)
 	if err != nil {
-		return l.errf("%v", err)
+		return l.wrapErr(err)
 	}
 	k, err := plan.Kernel()
 	if err != nil {

@@ -106,8 +106,10 @@ func readRows(t *testing.T, dir string) (map[string]Row, map[string]string) {
 			hostCol = i
 		}
 	}
+	nHeader := len(strings.Split(lines[0], ","))
 	for _, l := range lines[1:] {
 		f := strings.Split(l, ",")
+		require.Len(t, f, nHeader, "a row's fields line up with the header's: %s", l)
 		id := f[len(f)-1]
 		f[hostCol] = ""
 		_, dup := csvRows[id]

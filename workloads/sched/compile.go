@@ -277,7 +277,11 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		c.finalDist = 4096
 	}
 	if c.soloBuf <= 0 {
-		c.soloBuf = 1 << 17
+		// (At least soloSlack instructions a stream: over many ranks the
+		// streams' demands drift apart by more than a fixed buffer, and
+		// every stream that detaches walks the whole program again, with
+		// state of its own for every stream.)
+		c.soloBuf = max(1<<17, soloSlack*c.nStreams())
 	}
 	c.aggGBps = tg.DMAEngineGBps * float64(lim.DMAEngines)
 	c.coreSlot = make([]int, nRanks)
@@ -685,6 +689,11 @@ func (w *walk) templateKey(oi *opInfo, key []int64) []int64 {
 	w.tkeyBuf = tk
 	return tk
 }
+
+// soloSlack is the instructions per stream the shared walk may buffer
+// before a stream gets a walk of its own (Options.SoloBuffer's default
+// is the larger of this times the streams and 2^17).
+const soloSlack = 2048
 
 // cloneBody makes the body of the current instance from template t, the
 // same op's body on another rank whose template key is the instance's:

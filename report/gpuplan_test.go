@@ -7,11 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/trnsim/trnsim/chip"
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/report"
 	"github.com/trnsim/trnsim/runner"
-	"github.com/trnsim/trnsim/workloads"
 )
 
 // The GPU plan: by default the smallest tp that fits (one GPU for a
@@ -21,12 +19,7 @@ import (
 // model does not divide by is an error naming the field.
 func TestGPUPlan(t *testing.T) {
 	text := "hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 512, layers: 2, gpus: [h100]}\n"
-	cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
-	require.NoError(t, err)
-	prog, info, err := workloads.Lower(cfg)
-	require.NoError(t, err)
-	res, err := chip.Run(cfg, prog, chip.Options{})
-	require.NoError(t, err)
+	cfg, info, res := runModel(t, text)
 	build := func(plan *configs.GPUPlan) (report.GPUReport, string, error) {
 		cfg.Workload.Model.GPUPlan = plan
 		r, err := report.Build(cfg, info, res, "test")

@@ -22,15 +22,23 @@ import (
 // it.
 func simulateModel(t *testing.T, text string) (*configs.RunConfig, *report.Report, *chip.Result) {
 	t.Helper()
+	cfg, info, res := runModel(t, text)
+	r, err := report.Build(cfg, info, res, "test")
+	require.NoError(t, err)
+	return cfg, r, res
+}
+
+// runModel loads a run config's text, lowers and simulates it: what a
+// report is built from.
+func runModel(t *testing.T, text string) (*configs.RunConfig, *workloads.Info, *chip.Result) {
+	t.Helper()
 	cfg, err := configs.LoadBytes([]byte(text), "m.yaml", configs.LoadOptions{})
 	require.NoError(t, err)
 	prog, info, err := workloads.Lower(cfg)
 	require.NoError(t, err)
 	res, err := chip.Run(cfg, prog, chip.Options{})
 	require.NoError(t, err)
-	r, err := report.Build(cfg, info, res, "test")
-	require.NoError(t, err)
-	return cfg, r, res
+	return cfg, info, res
 }
 
 // Model figures hold together: MFU, MBU and HFU are percentages no more

@@ -49,13 +49,28 @@ func TestPlanMemoGivesTheSamePlans(t *testing.T) {
 				"workload.gemm.weights_dtype=" + wdt, "hardware.core.sbuf.partition_kib=" + map[string]string{"": "192"}[sbuf] + sbuf}})
 		}
 	}
+	// Batches: searches of one shape at every batch share their
+	// candidates' parts (one GEMM's, scaled to the batch).
+	for _, preset := range []string{"trn1", "trn2", "trn3"} {
+		for _, shape := range [][3]int{{1536, 4096, 5632}, {3000, 5000, 2500}, {128, 2048, 2048}} {
+			for _, b := range []string{"1", "2", "5"} {
+				for _, sbuf := range []string{"", "128"} {
+					sets := gemmSets(preset, shape, "workload.gemm.batch="+b)
+					if sbuf != "" {
+						sets = append(sets, "hardware.core.sbuf.partition_kib="+sbuf)
+					}
+					pts = append(pts, point{sets})
+				}
+			}
+		}
+	}
 	if testing.Short() {
 		// Every fourth point: every preset and the quantised weights still.
 		var some []point
 		for i := 0; i < len(pts); i += 4 {
 			some = append(some, pts[i])
 		}
-		pts = append(some, pts[len(pts)-6:]...)
+		pts = append(some, pts[len(pts)-60:]...)
 	}
 	plan := func(sets []string, m *memo.Memo) string {
 		cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: sets})

@@ -151,7 +151,8 @@ func newEstimator(tg *sched.Target, g GEMM, tn int64, accDT isa.DType) *estimato
 	return e
 }
 
-// tensorBound sets mmNs and lsNs, and the evacuation totals. Blocks are multiples of tiles, so every
+// tensorBound sets mmNs and lsNs, and the evacuation totals, for the
+// estimator's GEMM (its batch included). Blocks are multiples of tiles, so every
 // plan multiplies the same tiles: M/128 full M tiles and a ragged one, N/tn
 // full N tiles and a ragged one, K/128 full K tiles and a ragged one,
 // whatever its blocks; only the stationary loads repeat per N block, and in
@@ -164,6 +165,7 @@ func (e *estimator) tensorBound() {
 	mCount := [2]float64{float64(g.M / 128), float64(min(e.rm, 1))}
 	nCount := [2]float64{float64(g.N / e.tn), float64(min(e.rn, 1))}
 	kFull, kRagged := float64(g.K/128), float64(min(e.rk, 1))
+	e.copyVNs, e.copySNs, e.addNs = [2]float64{}, [2]float64{}, [2]float64{}
 	for dr := 0; dr < 2; dr++ {
 		var mm, ls float64
 		for mi := 0; mi < 2; mi++ {
@@ -313,14 +315,19 @@ func (e *estimator) block(ms, ns, ks int64, doubleRow bool, res int) blockWork {
 // the simulator's own cost table. A quantised B block's conversion is
 // the work of the engine (or engines) that dequantise it, in the step that
 // loads the block.
-func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []DequantEngine, out []Estimate) {
+//
+// A batch repeats every step: each estimate is made for one GEMM of the
+// batch, its parts (parts[i], when parts is not nil) scale to the batch
+// (estParts.scale), so searches of one shape at every batch size share
+// their candidates' parts (planmemo.go).
+func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []DequantEngine, out []Estimate, parts []estParts) {
 	g := p.G
 	res := 0
 	if !p.kOnce() {
 		res = 1
 	}
 	nBK, nBM := ceilDiv(g.K, p.BK), ceilDiv(g.M, p.BM)
-	batch := float64(max(g.Batch, 1)) // a batch repeats every step
+	batch := float64(max(g.Batch, 1))
 	// A store that casts the result block to C's dtype moves the larger
 	// side's bytes through the DMA engines.
 	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
@@ -352,7 +359,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 					continue
 				}
 				ms, ns, ks := mb[0], nb[0], kb[0]
-				st := step{w: e.block(ms, ns, ks, p.DoubleRow, res), count: float64(nb[1]*mb[1]*kb[1]) * batch, ms: ms, ns: ns, ks: ks}
+				st := step{w: e.block(ms, ns, ks, p.DoubleRow, res), count: float64(nb[1] * mb[1] * kb[1]), ms: ms, ns: ns, ks: ks}
 				// The last K block's class (a kfull-th of the middle class).
 				lastK := ki == 2 || (ki == 1 && klast == 0) || (ki == 0 && kfull == 0 && klast == 0)
 				switch {
@@ -484,6 +491,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 		base.ScalarNs = fS * copiesS
 		for di, dq := range deqs {
 			est := base
+			var q estParts
 			fold := p.kOnce() && ev == EvacVector // the evacuations apply the scales
 			if g.Dequant && !fold {
 				for i := range steps {
@@ -558,12 +566,13 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 				// (In nkm the result buffer holds every M block of an N block,
 				// each stored as its last K block ends: the first evacuation
 				// of the next N block waits for the first M block's store.)
-				groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM))*batch, storeNs
+				// (groups is for one GEMM of the batch.)
+				groups, perRes := float64(ceilDiv(g.N, p.BN)*ceilDiv(g.M, p.BM)), storeNs
 				if p.Order == OrderNKM {
-					groups = float64(ceilDiv(g.N, p.BN)) * batch
+					groups = float64(ceilDiv(g.N, p.BN))
 				}
-				if w := perRes - firstKB; w > 0 && groups > 1 {
-					est.StallNs = (groups - 1) * w
+				if w := perRes - firstKB; w > 0 {
+					q.stallGroups, q.stallNs = groups, w
 				}
 			}
 			est.StepsNs = stepsNs
@@ -587,11 +596,50 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 				pn := math.Pow(pow(est.TensorNs)+pow(vNs)+pow(est.ScalarNs)+pow(est.DMANs)+pow(gNs), 1/ContentionNorm)
 				busy = max(stepsNs, pn)
 			}
-			est.TotalNs = busy + est.FillNs + est.DrainNs + est.StallNs
-
-			out[oi*len(deqs)+di] = est
+			q.busyNs, q.fillNs, q.drainNs = busy, est.FillNs, est.DrainNs
+			out[oi*len(deqs)+di] = q.scale(est, batch)
+			if parts != nil {
+				parts[oi*len(deqs)+di] = q
+			}
 		}
 	}
+}
+
+// estParts are what an estimate of one GEMM of a batch scales to the
+// batch by: every step repeats once per GEMM, the fill and the drain do
+// not, and a single result buffer's store waits once per result group
+// but the first.
+type estParts struct {
+	busyNs, fillNs, drainNs float64
+	// stallNs is one group's wait for its result buffer's store (zero:
+	// none), over stallGroups groups a GEMM.
+	stallNs, stallGroups float64
+}
+
+// totalNs is the estimate of a batch of batch GEMMs (at least 1).
+func (q *estParts) totalNs(batch float64) float64 {
+	return batch*q.busyNs + q.fillNs + q.drainNs + q.stalls(batch)
+}
+
+// stalls is the result buffer's waits over a batch.
+func (q *estParts) stalls(batch float64) float64 {
+	if g := q.stallGroups * batch; q.stallNs > 0 && g > 1 {
+		return (g - 1) * q.stallNs
+	}
+	return 0
+}
+
+// scale returns est, one GEMM's estimate, for a batch.
+func (q *estParts) scale(est Estimate, batch float64) Estimate {
+	est.TensorNs *= batch
+	est.VectorNs *= batch
+	est.ScalarNs *= batch
+	est.DMANs *= batch
+	est.GpSimdNs *= batch
+	est.StepsNs *= batch
+	est.StallNs = q.stalls(batch)
+	est.TotalNs = q.totalNs(batch)
+	return est
 }
 
 // normOf4 is 4^(1/ContentionNorm), the most the p-norm of four loads can
@@ -704,7 +752,7 @@ func (p *GEMMPlan) blocksBound(e *estimator, order LoopOrder, bn, bm, k1 int64, 
 // estimate returns the plan's analytic time (see estimateEvacs).
 func (p *GEMMPlan) estimate(e *estimator) Estimate {
 	var out [1]Estimate
-	p.estimateEvacs(e, []Evacuation{p.Evacuate}, nil, out[:])
+	p.estimateEvacs(e, []Evacuation{p.Evacuate}, nil, out[:], nil)
 	return out[0]
 }
 

@@ -704,6 +704,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 		splitOrPow2[i] = evenSplit(g.K, bk) || bk&(bk-1) == 0
 	}
 	fits := make([]int64, len(bks)) // SBUF bytes by K block, for the nest's nres
+	batchF := float64(batch)        // (the candidates' estimates scale to it)
 	for _, acc := range accs {
 		for _, nbuf := range nbufs {
 			for _, tr := range transposes {
@@ -778,7 +779,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 										for ei, ev := range evacs {
 											for di, dq := range deqs {
 												c.Evacuate, c.Dequantize = ev, dq
-												ns := tot[ei*len(deqs)+di]
+												ns := tot[ei*len(deqs)+di].totalNs(batchF)
 												if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && better(&c, best)) {
 													cc := c
 													best = &cc

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/trnsim/trnsim/isa"
@@ -9,11 +10,13 @@ import (
 
 // The GEMM plan search's shared work. A candidate's estimate depends on
 // the shape, the options it inherits and the target, never on the SBUF
-// size, which only decides the candidates that fit: searches that differ
-// in SBUF alone (a sweep over hardware.core.sbuf.partition_kib, a model's
-// Linear planned with and without its prefetch share, the same Linear in
-// every layer) share their estimators and every candidate's estimate
-// through the target's memo. The plans are those each search makes alone
+// size, which only decides the candidates that fit, and it scales to the
+// batch from one GEMM's (estParts): searches that differ in SBUF or batch
+// alone (a sweep over hardware.core.sbuf.partition_kib or
+// workload.gemm.batch, a model's Linear planned with and without its
+// prefetch share, the same Linear in every layer) share every candidate's
+// estimate parts through the target's memo, and their estimators where
+// the batch is the same too. The plans are those each search makes alone
 // (TestPlanMemoGivesTheSamePlans).
 
 // planState is a plan's every field but the report's (which fields the
@@ -75,22 +78,25 @@ type candKey struct {
 	bn, bm, bk     int64
 }
 
-// searchWork is the candidates' total estimates of the searches that
-// share it (ns per evacuation and dequantisation engine, at
+// searchWork is the candidates' estimate parts of the searches that
+// share it (one GEMM's, per evacuation and dequantisation engine, at
 // ests[at:at+n]), safe for concurrent searches: a candidate two of them
 // estimate at once is estimated twice, to the same figures, and kept once.
 type searchWork struct {
 	mu     sync.Mutex
 	at     map[candKey]int32
-	ests   []float64
+	ests   []estParts
 	shared bool
 	// protos are the estimators by accumulation dtype, each search's
-	// copied from them (with scratch and memo of its own).
+	// copied from them (with scratch and memo of its own, and bounds for
+	// its batch).
 	protos map[isa.DType]*estimator
 }
 
 // estimator returns an estimator of the search's GEMM with this
-// accumulation dtype: a copy of the shared one, made once.
+// accumulation dtype: a copy of the shared one, made once, its bounds
+// made again where the batch differs (the tiles' costs do not depend on
+// it).
 func (w *searchWork) estimator(tg *sched.Target, g GEMM, tn int64, acc isa.DType) *estimator {
 	if !w.shared {
 		return newEstimator(tg, g, tn, acc)
@@ -106,17 +112,23 @@ func (w *searchWork) estimator(tg *sched.Target, g GEMM, tn int64, acc isa.DType
 	// (The search's own scratch, memo and target: what it reads through
 	// e.tg is its own, SBUF size included.)
 	e.steps, e.deq, e.tg = nil, nil, tg
+	if e.g.Batch != g.Batch {
+		e.g = g
+		e.tensorBound()
+	}
 	return &e
 }
 
-// searchWorkFor returns the work shared by searches of base with these
-// evacuations and engines on tg: the memo's, or a search's own without
-// one.
+// searchWorkFor returns the work shared by searches of base (whatever its
+// batch) with these evacuations and engines on tg: the memo's, or a
+// search's own without one.
 func searchWorkFor(tg *sched.Target, base *GEMMPlan, evacs []Evacuation, deqs []DequantEngine) *searchWork {
 	if tg.Memo == nil || len(evacs) > 4 || len(deqs) > 8 {
 		return &searchWork{}
 	}
-	k := searchKey{target: tg.Key().WithoutSBUF(), base: base.state(), nEvac: len(evacs), nDeqs: len(deqs)}
+	st := base.state()
+	st.g.Batch = 0 // (the parts are one GEMM's)
+	k := searchKey{target: tg.Key().WithoutSBUF(), base: st, nEvac: len(evacs), nDeqs: len(deqs)}
 	copy(k.evacs[:], evacs)
 	copy(k.deqs[:], deqs)
 	return tg.Memo.Get(k, func() any {
@@ -124,16 +136,13 @@ func searchWorkFor(tg *sched.Target, base *GEMMPlan, evacs []Evacuation, deqs []
 	}).(*searchWork)
 }
 
-// estimates gives a candidate's total estimates, estimated once (scratch
-// is the search's own).
-func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []Evacuation, deqs []DequantEngine, scratch []Estimate) []float64 {
+// estimates gives a candidate's estimate parts (one GEMM's), estimated
+// once (scratch is the search's own).
+func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []Evacuation, deqs []DequantEngine, scratch []Estimate) []estParts {
 	n := len(evacs) * len(deqs)
 	if !w.shared {
-		c.estimateEvacs(est, evacs, deqs, scratch)
-		w.ests = w.ests[:0]
-		for _, e := range scratch[:n] {
-			w.ests = append(w.ests, e.TotalNs)
-		}
+		w.ests = slices.Grow(w.ests[:0], n)[:n]
+		c.estimateEvacs(est, evacs, deqs, scratch, w.ests)
 		return w.ests
 	}
 	w.mu.Lock()
@@ -143,16 +152,16 @@ func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []E
 	if ok {
 		return ests[at : int(at)+n]
 	}
-	c.estimateEvacs(est, evacs, deqs, scratch)
+	var buf [32]estParts // (n is at most 4 x 8)
+	parts := buf[:n]
+	c.estimateEvacs(est, evacs, deqs, scratch, parts)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if at, ok := w.at[k]; ok {
 		return w.ests[at : int(at)+n] // (estimated meanwhile by another search)
 	}
 	start := len(w.ests)
-	for _, e := range scratch[:n] {
-		w.ests = append(w.ests, e.TotalNs)
-	}
+	w.ests = append(w.ests, parts...)
 	w.at[k] = int32(start)
 	return w.ests[start : start+n]
 }

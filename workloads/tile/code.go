@@ -1,5 +1,7 @@
 package tile
 
+import "slices"
+
 // Code is an expression compiled for fast evaluation. Most index
 // expressions are affine (c0 + sum of c_i * v_i), or an affine base plus
 // the min (or max) of affine terms (every nesting of min, +, - and
@@ -192,14 +194,7 @@ func (k *Compiler) Compile(e Expr) *Code {
 
 // Compile returns e's compiled form.
 func (e Expr) Compile() *Code {
-	c := &Code{}
-	seen := map[int]bool{}
-	e.Vars(func(v *Var) {
-		if !seen[v.Index] {
-			seen[v.Index] = true
-			c.Vars = append(c.Vars, v.Index)
-		}
-	})
+	c := &Code{Vars: varIndices(e.n, nil)}
 	n := e.n
 	if p, ok := normal(n); ok {
 		c.base, c.list = p.base, p.list
@@ -236,6 +231,20 @@ func (e Expr) Compile() *Code {
 		c.y = Expr{n.b}.Compile()
 	}
 	return c
+}
+
+// varIndices appends the indices of n's variables to out, each once, in
+// the order Vars first meets them (an expression has few: a linear
+// search beats a set).
+func varIndices(n *node, out []int) []int {
+	for n != nil {
+		if n.kind == kVar && !slices.Contains(out, n.v.Index) {
+			out = append(out, n.v.Index)
+		}
+		out = varIndices(n.a, out)
+		n = n.b
+	}
+	return out
 }
 
 func minOf(list []affine, env []int64) int64 {

@@ -78,13 +78,35 @@ type candKey struct {
 	bn, bm, bk     int64
 }
 
+// packedCandKey is a candKey as words without padding, which a map
+// hashes as one piece of memory (a struct of mixed fields is hashed field
+// by field).
+type packedCandKey struct{ bn, bm, bk, rest uint64 }
+
+// pack returns k's packed form, exact (no two keys share one) where ok:
+// the small fields share one word, each within its bits.
+func (k candKey) pack() (p packedCandKey, ok bool) {
+	if k.nbuf < 0 || k.nbuf >= 1<<16 || k.nres < 0 || k.nres >= 1<<8 || k.gb < 0 || k.gb >= 1<<14 {
+		return p, false
+	}
+	b := func(v bool) uint64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	rest := uint64(k.acc) | uint64(k.tr)<<8 | uint64(k.order)<<16 | b(k.ares)<<24 | b(k.psumK)<<25 |
+		uint64(k.nbuf)<<26 | uint64(k.nres)<<42 | uint64(k.gb)<<50
+	return packedCandKey{bn: uint64(k.bn), bm: uint64(k.bm), bk: uint64(k.bk), rest: rest}, true
+}
+
 // searchWork is the candidates' estimate parts of the searches that
 // share it (one GEMM's, per evacuation and dequantisation engine, at
 // ests[at:at+n]), safe for concurrent searches: a candidate two of them
 // estimate at once is estimated twice, to the same figures, and kept once.
 type searchWork struct {
-	mu     sync.Mutex
-	at     map[candKey]int32
+	mu     sync.RWMutex
+	at     map[packedCandKey]int32
 	ests   []estParts
 	shared bool
 	// protos are the estimators by accumulation dtype, each search's
@@ -132,7 +154,7 @@ func searchWorkFor(tg *sched.Target, base *GEMMPlan, evacs []Evacuation, deqs []
 	copy(k.evacs[:], evacs)
 	copy(k.deqs[:], deqs)
 	return tg.Memo.Get(k, func() any {
-		return &searchWork{at: map[candKey]int32{}, shared: true, protos: map[isa.DType]*estimator{}}
+		return &searchWork{at: map[packedCandKey]int32{}, shared: true, protos: map[isa.DType]*estimator{}}
 	}).(*searchWork)
 }
 
@@ -145,10 +167,16 @@ func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []E
 		c.estimateEvacs(est, evacs, deqs, scratch, w.ests)
 		return w.ests
 	}
-	w.mu.Lock()
-	at, ok := w.at[k]
+	pk, ok := k.pack()
+	if !ok {
+		parts := make([]estParts, n) // (not shared: a key beyond the packing)
+		c.estimateEvacs(est, evacs, deqs, scratch, parts)
+		return parts
+	}
+	w.mu.RLock()
+	at, ok := w.at[pk]
 	ests := w.ests
-	w.mu.Unlock()
+	w.mu.RUnlock()
 	if ok {
 		return ests[at : int(at)+n]
 	}
@@ -157,11 +185,11 @@ func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []E
 	c.estimateEvacs(est, evacs, deqs, scratch, parts)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if at, ok := w.at[k]; ok {
+	if at, ok := w.at[pk]; ok {
 		return w.ests[at : int(at)+n] // (estimated meanwhile by another search)
 	}
 	start := len(w.ests)
 	w.ests = append(w.ests, parts...)
-	w.at[k] = int32(start)
+	w.at[pk] = int32(start)
 	return w.ests[start : start+n]
 }

@@ -47,3 +47,30 @@ func TestEstimatesNeverReadTheSBUFSize(t *testing.T) {
 		})
 	}
 }
+
+// Packed candidate keys are exact: every field changed on its own gives
+// another key, and a field beyond its bits is not packed at all.
+func TestCandKeyPackIsExact(t *testing.T) {
+	base := candKey{acc: isa.FP32, tr: TransposeTensor, order: OrderNMK, nbuf: 3, nres: 2, gb: 7, bn: 1024, bm: 512, bk: 2048}
+	p0, ok := base.pack()
+	require.True(t, ok)
+	seen := map[packedCandKey]string{p0: "base"}
+	for name, change := range map[string]func(*candKey){
+		"acc": func(k *candKey) { k.acc = isa.BF16 }, "tr": func(k *candKey) { k.tr = TransposeDMA },
+		"order": func(k *candKey) { k.order = OrderNKM }, "ares": func(k *candKey) { k.ares = true },
+		"psumK": func(k *candKey) { k.psumK = true }, "nbuf": func(k *candKey) { k.nbuf = 1<<16 - 1 },
+		"nres": func(k *candKey) { k.nres = 255 }, "gb": func(k *candKey) { k.gb = 1<<14 - 1 },
+		"bn": func(k *candKey) { k.bn = 512 }, "bm": func(k *candKey) { k.bm = 1024 }, "bk": func(k *candKey) { k.bk = 1 << 40 },
+	} {
+		k := base
+		change(&k)
+		p, ok := k.pack()
+		require.True(t, ok, name)
+		require.NotContains(t, seen, p, "%s gives the key of %s", name, seen[p])
+		seen[p] = name
+	}
+	for _, k := range []candKey{{nbuf: 1 << 16}, {nres: 256}, {gb: 1 << 14}, {nbuf: -1}} {
+		_, ok := k.pack()
+		require.False(t, ok, "%+v", k)
+	}
+}

@@ -39,6 +39,14 @@ func (a *affine) eval(env []int64) int64 {
 }
 
 func (a affine) add(b affine, k int64) affine {
+	// (Terms are never changed once made: a result may share its
+	// operand's.)
+	switch {
+	case len(b.terms) == 0:
+		return affine{c0: a.c0 + k*b.c0, terms: a.terms}
+	case len(a.terms) == 0 && k == 1:
+		return affine{c0: a.c0 + b.c0, terms: b.terms}
+	}
 	out := affine{c0: a.c0 + k*b.c0, terms: append([]term(nil), a.terms...)}
 	for _, t := range b.terms {
 		merged := false

@@ -694,7 +694,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	minNs := math.Inf(1)
 	ests := make([]Estimate, len(evacs)*len(deqs))
 	// (The candidates' estimates: shared through the target's memo with
-	// searches that differ from this one only in SBUF; planmemo.go.)
+	// searches that differ from this one only in SBUF or batch; planmemo.go.)
 	work := searchWorkFor(tg, p, evacs, deqs)
 	estimators := map[isa.DType]*estimator{}
 	// splitOrPow2[i]: bks[i] is an even split of K or a power of two (the

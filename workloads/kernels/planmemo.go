@@ -134,10 +134,11 @@ func (w *searchWork) estimator(tg *sched.Target, g GEMM, tn int64, acc isa.DType
 	// (The search's own scratch, memo and target: what it reads through
 	// e.tg is its own, SBUF size included.)
 	e.steps, e.deq, e.tg = nil, nil, tg
-	if e.g.Batch != g.Batch {
+	if max(e.g.Batch, 1) != max(g.Batch, 1) {
 		e.g = g
 		e.tensorBound()
 	}
+	e.g = g
 	return &e
 }
 
@@ -178,7 +179,7 @@ func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []E
 	ests := w.ests
 	w.mu.RUnlock()
 	if ok {
-		return ests[at : int(at)+n]
+		return ests[at : int(at)+n : int(at)+n]
 	}
 	var buf [32]estParts // (n is at most 4 x 8)
 	parts := buf[:n]
@@ -186,10 +187,10 @@ func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []E
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if at, ok := w.at[pk]; ok {
-		return w.ests[at : int(at)+n] // (estimated meanwhile by another search)
+		return w.ests[at : int(at)+n : int(at)+n] // (estimated meanwhile by another search)
 	}
 	start := len(w.ests)
 	w.ests = append(w.ests, parts...)
 	w.at[pk] = int32(start)
-	return w.ests[start : start+n]
+	return w.ests[start : start+n : start+n]
 }

@@ -13,9 +13,9 @@ import (
 
 // TestPlanDump writes the automatic plan of every preset, dtype, layout,
 // awkward shape, SBUF size and HBM bandwidth of a matrix, and of batches,
-// to the file
-// TRNSIM_PLAN_DUMP names (skipped without it). Two builds' dumps compared
-// with diff show whether a change to the plan search changed any plan:
+// to the file TRNSIM_PLAN_DUMP names (skipped without it). Two builds'
+// dumps compared with diff show whether a change to the plan search
+// changed any plan:
 //
 //	TRNSIM_PLAN_DUMP=/tmp/plans-a.txt go test ./workloads -run TestPlanDump
 func TestPlanDump(t *testing.T) {

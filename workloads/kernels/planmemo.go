@@ -134,11 +134,11 @@ func (w *searchWork) estimator(tg *sched.Target, g GEMM, tn int64, acc isa.DType
 	// (The search's own scratch, memo and target: what it reads through
 	// e.tg is its own, SBUF size included.)
 	e.steps, e.deq, e.tg = nil, nil, tg
-	if max(e.g.Batch, 1) != max(g.Batch, 1) {
-		e.g = g
+	rebound := max(e.g.Batch, 1) != max(g.Batch, 1)
+	e.g = g
+	if rebound {
 		e.tensorBound()
 	}
-	e.g = g
 	return &e
 }
 

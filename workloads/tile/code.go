@@ -202,7 +202,13 @@ func (k *Compiler) Compile(e Expr) *Code {
 
 // Compile returns e's compiled form.
 func (e Expr) Compile() *Code {
-	c := &Code{Vars: varIndices(e.n, nil)}
+	c := &Code{}
+	e.Vars(func(v *Var) {
+		// (An expression has few variables: a linear search beats a set.)
+		if !slices.Contains(c.Vars, v.Index) {
+			c.Vars = append(c.Vars, v.Index)
+		}
+	})
 	n := e.n
 	if p, ok := normal(n); ok {
 		c.base, c.list = p.base, p.list
@@ -239,20 +245,6 @@ func (e Expr) Compile() *Code {
 		c.y = Expr{n.b}.Compile()
 	}
 	return c
-}
-
-// varIndices appends the indices of n's variables to out, each once, in
-// the order Vars first meets them (an expression has few: a linear
-// search beats a set).
-func varIndices(n *node, out []int) []int {
-	for n != nil {
-		if n.kind == kVar && !slices.Contains(out, n.v.Index) {
-			out = append(out, n.v.Index)
-		}
-		out = varIndices(n.a, out)
-		n = n.b
-	}
-	return out
 }
 
 func minOf(list []affine, env []int64) int64 {

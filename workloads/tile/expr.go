@@ -267,19 +267,18 @@ func (n *node) eval(env []int64) int64 {
 }
 
 // Vars calls fn for every variable e uses.
-func (e Expr) Vars(fn func(*Var)) {
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n == nil {
-			return
-		}
+func (e Expr) Vars(fn func(*Var)) { walkVars(e.n, fn) }
+
+// walkVars calls fn for each variable of n, node before operands, a
+// before b.
+func walkVars(n *node, fn func(*Var)) {
+	for n != nil {
 		if n.kind == kVar {
 			fn(n.v)
 		}
-		walk(n.a)
-		walk(n.b)
+		walkVars(n.a, fn)
+		n = n.b
 	}
-	walk(e.n)
 }
 
 var opText = map[opKind]string{kAdd: "+", kSub: "-", kMul: "*", kDiv: "//", kMod: "%",

@@ -93,6 +93,17 @@ func schedule(k *tile.Kernel, tg *sched.Target, opts sched.Options) (p *sched.Pr
 	return p, nil, err
 }
 
+// checkScheduled is schedule for a check: the same errors, and the
+// number of ranks the kernel uses, without compiling the program
+// (sched.Check).
+func checkScheduled(k *tile.Kernel, tg *sched.Target, opts sched.Options) (cores int, rankErr, schedErr error) {
+	if err := k.CheckRanks(tg.Limits.Chips, tg.Limits.CoresPerChip); err != nil {
+		return 0, err, nil
+	}
+	cs, err := sched.Check(k, tg, opts)
+	return len(cs), nil, err
+}
+
 // mapError turns a kernel's or the scheduler's error into one that names
 // the field the user set.
 func mapError(cfg *configs.RunConfig, err error, fitFields map[isa.Memory][]string) error {
@@ -344,11 +355,11 @@ func checkSchedule(cfg *configs.RunConfig, plan *kernels.GEMMPlan) (int, error) 
 		if err != nil {
 			return scheduled{kernelErr: err}
 		}
-		p, rankErr, schedErr := schedule(k, tg, opts)
+		cores, rankErr, schedErr := checkScheduled(k, tg, opts)
 		if rankErr != nil || schedErr != nil {
 			return scheduled{kernelErr: rankErr, schedErr: schedErr}
 		}
-		return scheduled{cores: len(p.Cores)}
+		return scheduled{cores: cores}
 	}
 	var s scheduled
 	if tg.ChipHops != nil {

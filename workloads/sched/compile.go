@@ -222,23 +222,11 @@ type Program struct {
 // returns its program. Errors in an op that show only when it executes
 // (an access outside its tile for some iteration) come from the streams.
 func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
-	if len(k.Ops) == 0 && len(k.Body) > 0 {
-		if err := k.Finish(); err != nil {
-			return nil, err
-		}
+	ex, lay, err := decide(k, tg, opts)
+	if err != nil {
+		return nil, err
 	}
 	lim := tg.Limits
-	if lim.Semaphores < QueueSemBase+lim.DMAQueues {
-		return nil, fmt.Errorf("the scheduler needs %d semaphores per core; the hardware has %d", QueueSemBase+lim.DMAQueues, lim.Semaphores)
-	}
-	ex, err := expand(k, tg, opts)
-	if err != nil {
-		return nil, err
-	}
-	lay, err := place(k, tg, ex)
-	if err != nil {
-		return nil, err
-	}
 	nRanks, perChip := ranksOf(lim)
 	c := &compiled{k: k, tg: tg, opts: opts, lay: lay, canon: canonBuffers(lay), nQ: lim.DMAQueues, perCore: int(isa.NumEngines) + lim.DMAQueues,
 		coreIdx: map[int]int{}, dmaEngines: int64(lim.DMAEngines), queuesPerEngine: opts.QueuesPerEngine,
@@ -407,16 +395,6 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			oi.stop = addExpr(op.Stop)
 			oi.maxLevel = max(oi.maxLevel, oi.exprs[oi.stop].level)
 		}
-		if !oi.isDMA && nHBM > 0 {
-			return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: tile.FormatOp(op),
-				Msg: "compute engines cannot access HBM directly; move the data with a DMA"}
-		}
-		for i := range oi.accs {
-			if a := &oi.accs[i]; a.rank >= 0 && (!a.perRank || !oi.isDMA) {
-				return nil, &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: tile.FormatOp(op),
-					Msg: fmt.Sprintf("%s@...: only DMA ops access another rank's instance, and only of a per-rank HBM tile", a.acc.Tile.Name)}
-			}
-		}
 		c.ops = append(c.ops, oi)
 	}
 	for _, li := range c.loops {
@@ -439,6 +417,81 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 	}
 	prog.OpenAll = func() []isa.Stream { return newSession(c).streams() }
 	return &Program{Program: prog, c: c, PeakSBUFBytes: lay.peakSBUF, PeakPSUMBytes: lay.peakPSUM, Cores: lay.cores, Notes: ex.notes}, nil
+}
+
+// Check makes the decisions of Compile that can fail (the kernel's own
+// checks, the semaphores it needs, the collectives' expansion, the tiles'
+// placement and the ops' access rules) and returns the ranks the kernel
+// uses, ascending, without compiling the program: what a check of a
+// config needs (trnsim check, a sweep's check of its points). It fails
+// where Compile fails, with the same error, since Compile makes the same
+// decisions first (decide).
+func Check(k *tile.Kernel, tg *Target, opts Options) (cores []int, err error) {
+	_, lay, err := decide(k, tg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return lay.cores, nil
+}
+
+// decide finishes the kernel if it is not, checks the semaphores it needs,
+// expands its collectives, places its tiles and checks every op's
+// accesses: every decision of Compile that can fail.
+func decide(k *tile.Kernel, tg *Target, opts Options) (*expansion, *layout, error) {
+	if len(k.Ops) == 0 && len(k.Body) > 0 {
+		if err := k.Finish(); err != nil {
+			return nil, nil, err
+		}
+	}
+	lim := tg.Limits
+	if lim.Semaphores < QueueSemBase+lim.DMAQueues {
+		return nil, nil, fmt.Errorf("the scheduler needs %d semaphores per core; the hardware has %d", QueueSemBase+lim.DMAQueues, lim.Semaphores)
+	}
+	ex, err := expand(k, tg, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	lay, err := place(k, tg, ex)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, ops := range [][]*tile.Op{k.Ops, ex.ops} {
+		for _, op := range ops {
+			if err := checkAccesses(k, op, lay); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return ex, lay, nil
+}
+
+// checkAccesses checks what an op may access: compute engines no HBM, and
+// another rank's instance only a DMA of a per-rank HBM tile.
+func checkAccesses(k *tile.Kernel, op *tile.Op, lay *layout) error {
+	isDMA := op.Opcode.IsDMA()
+	nHBM := 0
+	for _, as := range [][]tile.Access{op.Outs, op.Ins} {
+		for i := range as {
+			if as[i].Tile.Mem == isa.MemHBM {
+				nHBM++
+			}
+		}
+	}
+	if !isDMA && nHBM > 0 {
+		return &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: tile.FormatOp(op),
+			Msg: "compute engines cannot access HBM directly; move the data with a DMA"}
+	}
+	for _, as := range [][]tile.Access{op.Outs, op.Ins} {
+		for i := range as {
+			a := &as[i]
+			perRank := a.Tile.Mem == isa.MemHBM && lay.tiles[a.Tile.ID].perRank
+			if !a.Rank.IsZero() && (!perRank || !isDMA) {
+				return &OpError{Kernel: k.Name, File: k.File, Pos: op.Pos.String(), Op: tile.FormatOp(op),
+					Msg: fmt.Sprintf("%s@...: only DMA ops access another rank's instance, and only of a per-rank HBM tile", a.Tile.Name)}
+			}
+		}
+	}
+	return nil
 }
 
 // possibleStreams returns which engine streams may receive instructions:

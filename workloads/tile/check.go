@@ -268,8 +268,14 @@ var keywords = map[string]bool{"kernel": true, "param": true, "tile": true, "for
 	"any": true, "collective": true, "pass": true, "parallel": true, "sequential": true, "cores": true, "start": true, "stop": true}
 
 func (c *checker) expr(e Expr, pos Pos, what string) error {
+	return c.exprf(e, pos, "%s", what)
+}
+
+// exprf is expr with the expression's description made from a format
+// only when there is an error to report.
+func (c *checker) exprf(e Expr, pos Pos, format string, args ...any) error {
 	if e.IsZero() {
-		return c.k.errAt(pos, "%s is missing", what)
+		return c.k.errAt(pos, "%s is missing", fmt.Sprintf(format, args...))
 	}
 	var bad *Var
 	e.Vars(func(v *Var) {
@@ -278,7 +284,7 @@ func (c *checker) expr(e Expr, pos Pos, what string) error {
 		}
 	})
 	if bad != nil {
-		return c.k.errAt(pos, "%s uses %s outside its loop", what, bad.Name)
+		return c.k.errAt(pos, "%s uses %s outside its loop", fmt.Sprintf(format, args...), bad.Name)
 	}
 	return nil
 }
@@ -498,7 +504,7 @@ func (c *checker) access(a *Access, pos Pos, where string) error {
 		if a.rankPos.Line > 0 {
 			rp = a.rankPos
 		}
-		if err := c.expr(a.Rank, rp, fmt.Sprintf("%s: the rank of %s", where, t.Name)); err != nil {
+		if err := c.exprf(a.Rank, rp, "%s: the rank of %s", where, t.Name); err != nil {
 			return err
 		}
 	}
@@ -506,13 +512,13 @@ func (c *checker) access(a *Access, pos Pos, where string) error {
 		return c.k.errAt(pos, "%s: tile %s has %d dimensions, the access gives %d", where, t.Name, len(t.Shape), len(a.Ranges))
 	}
 	for d, r := range a.Ranges {
-		if err := c.expr(r.Start, pos, fmt.Sprintf("%s: the start of dimension %d of %s", where, d, t.Name)); err != nil {
+		if err := c.exprf(r.Start, pos, "%s: the start of dimension %d of %s", where, d, t.Name); err != nil {
 			return err
 		}
 		if r.Index {
 			continue
 		}
-		if err := c.expr(r.Stop, pos, fmt.Sprintf("%s: the stop of dimension %d of %s", where, d, t.Name)); err != nil {
+		if err := c.exprf(r.Stop, pos, "%s: the stop of dimension %d of %s", where, d, t.Name); err != nil {
 			return err
 		}
 		if r.Step < 1 {

@@ -383,13 +383,38 @@ func inherit(t *isa.CostTable, baseName string) {
 
 // cloneCostTable deep-copies a table so overrides never touch the embedded
 // one.
+// (Every sweep point copies its table: the variants and their
+// conditions go into one backing array each, every slice capped at its
+// length so that an override's append never reaches a neighbour.)
 func cloneCostTable(t *isa.CostTable) *isa.CostTable {
 	out := &isa.CostTable{Constants: append([]isa.CostConstant(nil), t.Constants...)}
+	nv, nw := 0, 0
+	for _, r := range t.Rules {
+		nv += len(r.Variants)
+		for _, v := range r.Variants {
+			nw += len(v.When)
+		}
+	}
+	if len(t.Rules) > 0 {
+		out.Rules = make([]isa.CostRule, 0, len(t.Rules))
+	}
+	variants := make([]isa.CostVariant, 0, nv)
+	whens := make([]string, 0, nw)
 	for _, r := range t.Rules {
 		nr := isa.CostRule{Engine: r.Engine, Op: r.Op}
-		for _, v := range r.Variants {
-			v.When = append([]string(nil), v.When...)
-			nr.Variants = append(nr.Variants, v)
+		if len(r.Variants) > 0 {
+			at := len(variants)
+			for _, v := range r.Variants {
+				if len(v.When) > 0 {
+					w := len(whens)
+					whens = append(whens, v.When...)
+					v.When = whens[w:len(whens):len(whens)]
+				} else {
+					v.When = nil
+				}
+				variants = append(variants, v)
+			}
+			nr.Variants = variants[at:len(variants):len(variants)]
 		}
 		out.Rules = append(out.Rules, nr)
 	}

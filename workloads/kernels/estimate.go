@@ -341,6 +341,9 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 	aRes := p.aResFor(p.Order, p.BM)
 	nBN := ceilDiv(g.N, p.BN)
 	steps := e.steps[:0]
+	if cap(steps) == 0 {
+		steps = make([]step, 0, 16) // (a plan has a few classes of steps)
+	}
 	defer func() { e.steps = steps[:0] }()
 	nfull, nlast := pieces(g.N, p.BN)
 	mfull, mlast := pieces(g.M, p.BM)

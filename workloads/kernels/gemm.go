@@ -690,7 +690,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	}
 	var best *GEMMPlan
 	// minNs is the least estimate seen: a plan within tieFraction of it
-	// that better() prefers wins, without the choice drifting upwards.
+	// that betterBy prefers wins, without the choice drifting upwards.
 	minNs := math.Inf(1)
 	ests := make([]Estimate, len(evacs)*len(deqs))
 	// (The candidates' estimates: shared through the target's memo with
@@ -704,6 +704,10 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 		splitOrPow2[i] = evenSplit(g.K, bk) || bk&(bk-1) == 0
 	}
 	fits := make([]int64, len(bks)) // SBUF bytes by K block, for the nest's nres
+	// fits2: fits with two result buffers, from the nest's nres = 2 (nress
+	// tries 2 first), for the test of whether one buffer is worth trying.
+	fits2 := make([]int64, len(bks))
+	bestDMA := int64(0) // best's dmaBytes (better's first test)
 	batchF := float64(batch)        // (the candidates' estimates scale to it)
 	for _, acc := range accs {
 		for _, nbuf := range nbufs {
@@ -740,13 +744,17 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 											kmax = bk
 										}
 									}
+									have2 := nres == 2
+									if have2 {
+										copy(fits2, fits)
+									}
 									for i, bk := range bks {
 										if kmax == 0 || bk > kmax || (bk != kmax && !splitOrPow2[i]) || fits[i] > sbufCap {
 											// (A smaller K block can need more SBUF: K
 											// in several blocks accumulates in AccDT.)
 											continue
 										}
-										if nres == 1 && len(nress) > 1 && p.sbufBytesOf(order, bn, bm, bk, 2) <= sbufCap {
+										if nres == 1 && len(nress) > 1 && fits2[i] <= sbufCap {
 											continue // two result buffers fit: one is never faster
 										}
 										psumK := p.psumKFor(order, bm, bn, bk)
@@ -780,9 +788,11 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 											for di, dq := range deqs {
 												c.Evacuate, c.Dequantize = ev, dq
 												ns := tot[ei*len(deqs)+di].totalNs(batchF)
-												if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && better(&c, best)) {
-													cc := c
-													best = &cc
+												if best == nil || ns < minNs*(1-tieFraction) || (ns <= minNs*(1+tieFraction) && betterBy(&c, best, c.dmaBytes(), bestDMA)) {
+													if best == nil {
+														best = new(GEMMPlan)
+													}
+													*best, bestDMA = c, c.dmaBytes()
 												}
 												minNs = min(minNs, ns)
 											}
@@ -861,13 +871,14 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 func evenSplit(k, block int64) bool { return roundUp(ceilDiv(k, ceilDiv(k, block)), 128) == block }
 
 // tieFraction is how close two estimates must be for the plan search to
-// call them equal and prefer the one better() prefers.
+// call them equal and prefer the one betterBy prefers.
 const tieFraction = 0.002
 
-// better prefers fewer HBM bytes, then fewer instructions (bigger blocks),
-// then double-buffered results.
-func better(a, b *GEMMPlan) bool {
-	if da, db := a.dmaBytes(), b.dmaBytes(); da != db {
+// betterBy reports whether the plan search prefers a to b when their
+// estimates tie: fewer HBM bytes (da and db, their dmaBytes), then fewer
+// instructions (bigger blocks), then double-buffered results.
+func betterBy(a, b *GEMMPlan, da, db int64) bool {
+	if da != db {
 		return da < db
 	}
 	if a.Order != b.Order {

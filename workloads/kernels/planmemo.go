@@ -101,13 +101,18 @@ func (k candKey) pack() (p packedCandKey, ok bool) {
 }
 
 // searchWork is the candidates' estimate parts of the searches that
-// share it (one GEMM's, per evacuation and dequantisation engine, at
-// ests[at:at+n]), safe for concurrent searches: a candidate two of them
-// estimate at once is estimated twice, to the same figures, and kept once.
+// share it (one GEMM's, per evacuation and dequantisation engine, n of
+// them at offset at&estChunkMask of chunk at>>estChunkBits), safe for
+// concurrent searches: a candidate two of them estimate at once is
+// estimated twice, to the same figures, and kept once.
 type searchWork struct {
-	mu     sync.RWMutex
-	at     map[packedCandKey]int32
-	ests   []estParts
+	mu sync.RWMutex
+	at map[packedCandKey]int32
+	// chunks hold the shared parts; a chunk never grows past its
+	// capacity, so the parts handed out never move (no copying as the
+	// store grows).
+	chunks [][]estParts
+	ests   []estParts // (the scratch of a search that shares nothing)
 	shared bool
 	// protos are the estimators by accumulation dtype, each search's
 	// copied from them (with scratch and memo of its own, and bounds for
@@ -175,22 +180,44 @@ func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []E
 		return parts
 	}
 	w.mu.RLock()
-	at, ok := w.at[pk]
-	ests := w.ests
+	parts, ok := w.stored(pk, n)
 	w.mu.RUnlock()
 	if ok {
-		return ests[at : int(at)+n : int(at)+n]
+		return parts
 	}
 	var buf [32]estParts // (n is at most 4 x 8)
-	parts := buf[:n]
+	parts = buf[:n]
 	c.estimateEvacs(est, evacs, deqs, scratch, parts)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if at, ok := w.at[pk]; ok {
-		return w.ests[at : int(at)+n : int(at)+n] // (estimated meanwhile by another search)
+	if got, ok := w.stored(pk, n); ok {
+		return got // (estimated meanwhile by another search)
 	}
-	start := len(w.ests)
-	w.ests = append(w.ests, parts...)
-	w.at[pk] = int32(start)
-	return w.ests[start : start+n : start+n]
+	last := len(w.chunks) - 1
+	if last < 0 || len(w.chunks[last])+n > cap(w.chunks[last]) {
+		// (The first chunks small, for a search of few candidates.)
+		w.chunks = append(w.chunks, make([]estParts, 0, min(1<<estChunkBits, 64<<len(w.chunks))))
+		last++
+	}
+	ch := w.chunks[last]
+	off := len(ch)
+	w.chunks[last] = append(ch, parts...)
+	w.at[pk] = int32(last<<estChunkBits | off)
+	return w.chunks[last][off : off+n : off+n]
+}
+
+// Chunks of the shared parts hold at most 1<<estChunkBits.
+const (
+	estChunkBits = 10
+	estChunkMask = 1<<estChunkBits - 1
+)
+
+// stored returns the n parts stored under pk, if any (the lock held).
+func (w *searchWork) stored(pk packedCandKey, n int) ([]estParts, bool) {
+	at, ok := w.at[pk]
+	if !ok {
+		return nil, false
+	}
+	off := int(at & estChunkMask)
+	return w.chunks[at>>estChunkBits][off : off+n : off+n], true
 }

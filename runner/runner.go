@@ -57,6 +57,12 @@ type Options struct {
 	// first: for scratch files another process reads at once (a sweep's
 	// points), where a sync is time lost and buys nothing.
 	NoSync bool
+	// BeforeSimulate, if set, is called once the workload is lowered,
+	// just before the simulation starts; an error it returns ends the run
+	// with no outputs. A sweep's next point waits there for its turn
+	// (trnsim run --start-on-stdin), its start-up done while the point
+	// before it runs.
+	BeforeSimulate func() error
 	// Timeline, if set, records the engine timeline's window for the
 	// figures (report.Timeline): TimelineWindow (nil: from the start until
 	// the recorder is half full) and at most TimelineCap intervals (0:
@@ -223,6 +229,11 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	}
 	if beforeSimulate != nil {
 		if err := beforeSimulate(); err != nil {
+			return fail(err)
+		}
+	}
+	if opts.BeforeSimulate != nil {
+		if err := opts.BeforeSimulate(); err != nil {
 			return fail(err)
 		}
 	}

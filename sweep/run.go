@@ -263,9 +263,12 @@ func (s *Spec) Run(ctx context.Context, pts []Resolved, o Options) (Summary, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Each worker starts its next point as soon as the last one's
-			// process exits, and reads and records the last one's results
-			// while the next runs: its core does not wait for the sweep's
+			// Each worker starts its next point's process while the last
+			// one runs: the process starts up and lowers its workload, then
+			// waits at its gate (--start-on-stdin), which the worker opens
+			// as soon as the last one's process exits; and it reads and
+			// records the last one's results while the next runs. Its core
+			// waits neither for a process's start-up nor for the sweep's
 			// bookkeeping (making the next point's scratch files, reading
 			// the last one's results) between points.
 			// A point the sweep's cancellation stopped (killed, or never
@@ -280,10 +283,11 @@ func (s *Spec) Run(ctx context.Context, pts []Resolved, o Options) (Summary, err
 			var running *pointRun
 			for p := range jobs {
 				next := s.preparePoint(ctx, p, o.Exe)
+				next.start()
 				if running != nil {
 					running.wait()
 				}
-				next.start()
+				next.release()
 				if running != nil {
 					done(running)
 				}
@@ -319,6 +323,9 @@ type pointRun struct {
 	js, cs string
 	cmd    *exec.Cmd
 	stderr *os.File
+	// gate is the process's standard input: a byte on it starts the
+	// simulation (release).
+	gate io.WriteCloser
 	// err is the first failure: preparing, starting or running the point.
 	err error
 }
@@ -338,7 +345,7 @@ func (s *Spec) preparePoint(ctx context.Context, p Resolved, exe string) *pointR
 	// the same paths: the sweep keeps only its results.
 	// Its results are scratch files read at once: no sync to disk
 	// (--no-sync), which would leave the cores idle for the disk.
-	args := []string{"run", "-q", "--no-sync", s.Base, "--set", "outputs.trace=", "--set", "outputs.asm=",
+	args := []string{"run", "-q", "--no-sync", "--start-on-stdin", s.Base, "--set", "outputs.trace=", "--set", "outputs.asm=",
 		"--set", "outputs.json=", "--set", "outputs.csv=", "--json", r.js, "--csv", r.cs}
 	if s.BaseInline != nil {
 		args = append(args, "--sweep-base")
@@ -353,7 +360,19 @@ func (s *Spec) preparePoint(ctx context.Context, p Resolved, exe string) *pointR
 	}
 	r.cmd = exec.CommandContext(ctx, exe, args...)
 	r.cmd.Stderr = r.stderr
+	r.gate, r.err = r.cmd.StdinPipe()
 	return r
+}
+
+// release opens the started process's gate: it simulates once it has
+// lowered its workload. (A process that has already failed has closed
+// its end; its exit status says why.)
+func (r *pointRun) release() {
+	if r.gate != nil {
+		_, _ = r.gate.Write([]byte{1})
+		_ = r.gate.Close()
+		r.gate = nil
+	}
 }
 
 // start starts the point's process.

@@ -502,3 +502,32 @@ func TestModelSweepRecordsTheModelsFigures(t *testing.T) {
 		assert.InEpsilon(t, tpot, got, 1e-6)
 	}
 }
+
+// A point started with --start-on-stdin lowers its workload and waits
+// for a byte before it simulates; if its standard input closes first (the
+// sweep stopped), it ends with an error and writes no results.
+func TestPointWaitsAtItsGate(t *testing.T) {
+	bin := trnsimBinary(t)
+	dir := t.TempDir()
+	js := filepath.Join(dir, "r.json")
+	args := []string{"run", "-q", "--no-sync", "--start-on-stdin", "--json", js, "--set", "workload.gemm.m=128", "--set", "workload.gemm.k=128", "--set", "workload.gemm.n=128"}
+
+	closed := exec.Command(bin, args...)
+	closed.Stdin = strings.NewReader("")
+	out, err := closed.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "standard input closed before the start")
+	assert.NoFileExists(t, js)
+
+	gated := exec.Command(bin, args...)
+	gate, err := gated.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, gated.Start())
+	time.Sleep(200 * time.Millisecond)
+	assert.NoFileExists(t, js, "simulated before its gate opened")
+	_, err = gate.Write([]byte{1})
+	require.NoError(t, err)
+	require.NoError(t, gate.Close())
+	require.NoError(t, gated.Wait())
+	assert.FileExists(t, js)
+}

@@ -94,7 +94,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var opts runner.Options
 	var sets []string
 	var preset, window string
-	var quiet, sweepBase, exact bool
+	var quiet, sweepBase, exact, startOnStdin bool
 	var gpuList, gpuOps string
 	var plotDir, plotFormat, plotWindow string
 	cmd := &cobra.Command{
@@ -159,6 +159,16 @@ exits with 130 or 143.`,
 			opts.Warnings = stderr
 			opts.Stdout = stdout
 			opts.Guard = &runner.Guard{}
+			if startOnStdin {
+				in := cmd.InOrStdin()
+				opts.BeforeSimulate = func() error {
+					var b [1]byte
+					if n, _ := io.ReadFull(in, b[:]); n != 1 {
+						return errNotStarted
+					}
+					return nil
+				}
+			}
 			release := catchSignals(opts.Guard, stderr)
 			defer release()
 			out, err := runner.Run(cfg, opts)
@@ -210,8 +220,15 @@ exits with 130 or 143.`,
 	_ = f.MarkHidden("sweep-base")
 	f.BoolVar(&opts.NoSync, "no-sync", false, "rename the outputs into place without syncing them to disk (scratch files read at once: how trnsim sweep runs a point)")
 	_ = f.MarkHidden("no-sync")
+	f.BoolVar(&startOnStdin, "start-on-stdin", false, "lower the workload, then wait for a byte on standard input before simulating; end with no outputs if it closes first (how trnsim sweep starts its next point while the last runs)")
+	_ = f.MarkHidden("start-on-stdin")
 	return cmd
 }
+
+// errNotStarted ends a run started with --start-on-stdin whose standard
+// input closed before the byte that starts it: the sweep that started it
+// stopped.
+var errNotStarted = errors.New("--start-on-stdin: standard input closed before the start: the sweep that started this point stopped")
 
 // loadInput resolves the run config from the argument: none (embedded
 // default), a YAML run config, or an assembly file.

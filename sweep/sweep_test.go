@@ -531,3 +531,42 @@ func TestPointWaitsAtItsGate(t *testing.T) {
 	require.NoError(t, gated.Wait())
 	assert.FileExists(t, js)
 }
+
+// A point whose process fails, before its gate or while it simulates, is
+// recorded with its own error and the sweep goes on; the summary counts
+// the failures, and a rerun skips them with the rest (a failure is the
+// point's result).
+func TestFailingPointsAreRecordedAndTheSweepGoesOn(t *testing.T) {
+	bin := trnsimBinary(t)
+	dir := t.TempDir()
+	// A trnsim that fails its m=128 points at once, and its k=384 points
+	// after the gate, as a simulation that fails would.
+	fake := filepath.Join(dir, "trnsim")
+	script := "#!/bin/sh\ncase \"$*\" in\n*workload.gemm.m=128*) echo 'boom before the gate' >&2; exit 1;;\n" +
+		"*workload.gemm.k=384*) head -c 1 > /dev/null; echo 'boom after the gate' >&2; exit 1;;\nesac\nexec " + bin + " \"$@\"\n"
+	require.NoError(t, os.WriteFile(fake, []byte(script), 0o755))
+	s := smallSweep(t)
+	pts, err := s.Resolve("test", 2)
+	require.NoError(t, err)
+	out := t.TempDir()
+	sum, err := s.Run(context.Background(), pts, Options{Exe: fake, OutDir: out, Jobs: 2})
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Points: 8, Ran: 8, Failed: 6}, sum)
+	rows, _ := readRows(t, out)
+	require.Len(t, rows, 8)
+	for _, r := range rows {
+		switch {
+		case r.Axes["workload.gemm.m"] == "128":
+			assert.Equal(t, Row{ID: r.ID, Index: r.Index, Axes: r.Axes, Status: "failed", Error: "boom before the gate"}, r)
+		case r.Axes["workload.gemm.k"] == "384":
+			assert.Equal(t, Row{ID: r.ID, Index: r.Index, Axes: r.Axes, Status: "failed", Error: "boom after the gate"}, r)
+		default:
+			assert.Equal(t, "ok", r.Status, r.Error)
+		}
+	}
+	sum, err = s.Run(context.Background(), pts, Options{Exe: bin, OutDir: out, Jobs: 2})
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Points: 8, Skipped: 8}, sum)
+	again, _ := readRows(t, out)
+	assert.Equal(t, rows, again)
+}

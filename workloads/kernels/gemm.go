@@ -707,7 +707,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	// fits2: fits with two result buffers, from the nest's nres = 2 (nress
 	// tries 2 first), for the test of whether one buffer is worth trying.
 	fits2 := make([]int64, len(bks))
-	bestDMA := int64(0)      // best's dmaBytes (better's first test)
+	bestDMA := int64(0)      // best's dmaBytes (betterBy's first test)
 	batchF := float64(batch) // (the candidates' estimates scale to it)
 	for _, acc := range accs {
 		for _, nbuf := range nbufs {

@@ -196,7 +196,7 @@ func (w *searchWork) estimates(c *GEMMPlan, k candKey, est *estimator, evacs []E
 	last := len(w.chunks) - 1
 	if last < 0 || len(w.chunks[last])+n > cap(w.chunks[last]) {
 		// (The first chunks small, for a search of few candidates.)
-		w.chunks = append(w.chunks, make([]estParts, 0, min(1<<estChunkBits, 64<<len(w.chunks))))
+		w.chunks = append(w.chunks, make([]estParts, 0, 64<<min(len(w.chunks), 4))) // (64, 128, ... 1<<estChunkBits)
 		last++
 	}
 	ch := w.chunks[last]

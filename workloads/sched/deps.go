@@ -110,51 +110,6 @@ type streamRecs struct {
 	// above.
 	maxPos int64
 	maxEst float64
-	// hull holds every record, and whull every write when hasW is set
-	// (neither shrinks while there are records): an access outside hull
-	// conflicts with none, covers none and merges with none, and a read
-	// outside whull conflicts with none, so their scans are skipped.
-	hull, whull box
-	hasW        bool
-}
-
-// meets reports whether an access of b may touch one of the records, or
-// (writes) one of the writes.
-func (sr *streamRecs) meets(b *box, writes bool) bool {
-	h := &sr.hull
-	if writes {
-		if !sr.hasW {
-			return false
-		}
-		h = &sr.whull
-	}
-	return len(sr.recs) > 0 && h.plo < b.phi && b.plo < h.phi && h.lo < b.hi && b.lo < h.hi
-}
-
-// conflicts reports whether an access of b (write says whether it
-// writes) may conflict with one of the records.
-func (sr *streamRecs) conflicts(b *box, write bool) bool { return sr.meets(b, !write) }
-
-// grow widens the hulls to hold a record of b (write: a write), before
-// it is added.
-func (sr *streamRecs) grow(b *box, write bool) {
-	if len(sr.recs) == 0 {
-		sr.hull, sr.hasW = *b, false
-	} else {
-		widen(&sr.hull, b)
-	}
-	if write {
-		if sr.hasW {
-			widen(&sr.whull, b)
-		} else {
-			sr.whull, sr.hasW = *b, true
-		}
-	}
-}
-
-func widen(h, b *box) {
-	h.lo, h.hi = min(h.lo, b.lo), max(h.hi, b.hi)
-	h.plo, h.phi = min(h.plo, b.plo), max(h.phi, b.phi)
 }
 
 // maxRecsPerStream bounds a stream's records in one granule; beyond it the
@@ -262,9 +217,6 @@ func (t *tracker) spanConflicts(ci int, sp *isa.Span, deps *depSet) {
 		b := &bs[g]
 		for k := range b.streams {
 			sr := &b.streams[k]
-			if !sr.conflicts(&bx, sp.Write) {
-				continue
-			}
 			for i := len(sr.recs) - 1; i >= 0; i-- {
 				r := &sr.recs[i]
 				if (r.write || sp.Write) && r.overlaps(&bx) {
@@ -311,11 +263,9 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			for k := range b.streams {
 				sr := &b.streams[k]
 				recs := sr.recs
-				meets := sr.meets(&bx, false)
 				if deps != nil && (know == nil || (sr.stream != stream && (sr.maxPos > know.get(sr.stream) || sr.maxEst > estLo))) {
 					skipped = false
-					conflicts := sr.conflicts(&bx, write)
-					for i := len(recs) - 1; i >= 0 && conflicts; i-- {
+					for i := len(recs) - 1; i >= 0; i-- {
 						r := &recs[i]
 						if (r.write || write) && r.overlaps(&bx) {
 							deps.add(sr.stream, r.pos, r.est)
@@ -324,9 +274,8 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 					}
 				}
 				mine := sr.stream == stream
-				if !write || !meets {
-					// A read drops only the stream's own reads (below);
-					// an access beside the records drops none.
+				if !write {
+					// A read drops only the stream's own reads (below).
 					continue
 				}
 				kept := 0
@@ -357,11 +306,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			// own read it overlaps (after that) is the one it merges into.
 			mi := -1
 			kept := 0
-			n := len(own.recs)
-			if !own.meets(&bx, false) {
-				n = 0 // (none to drop or merge into)
-			}
-			for i := range own.recs[:n] {
+			for i := range own.recs {
 				r := &own.recs[i]
 				if !r.write && r.coveredBy(&bx) {
 					if r.pos > npos {
@@ -377,7 +322,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 				}
 				kept++
 			}
-			if kept != n {
+			if kept != len(own.recs) {
 				own.recs = own.recs[:kept]
 			}
 			merged := false
@@ -388,7 +333,6 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 				r.plo, r.phi = min(r.plo, bx.plo), max(r.phi, bx.phi)
 				r.pos, r.est = max(r.pos, npos), max(r.est, nest)
 				own.maxPos, own.maxEst = max(own.maxPos, r.pos), max(own.maxEst, r.est)
-				own.grow(&bx, false)
 				// Keep the list in position order.
 				for j := i; j+1 < len(own.recs); j++ {
 					own.recs[j], own.recs[j+1] = own.recs[j+1], own.recs[j]
@@ -400,16 +344,12 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 				continue
 			}
 		}
-		own.grow(&bx, write)
 		own.recs = append(own.recs, rec{lo: bx.lo, hi: bx.hi, plo: bx.plo, phi: bx.phi, write: write, pos: npos, est: nest})
 		own.maxPos, own.maxEst = max(own.maxPos, npos), max(own.maxEst, nest)
 		if len(own.recs) > maxRecsPerStream {
 			a, c := &own.recs[0], &own.recs[1]
 			c.lo, c.hi = min(a.lo, c.lo), max(a.hi, c.hi)
 			c.plo, c.phi = min(a.plo, c.plo), max(a.phi, c.phi)
-			if a.write || c.write {
-				own.grow(&box{c.lo, c.hi, c.plo, c.phi}, true) // (c, widened, is a write)
-			}
 			c.write = a.write || c.write
 			c.est = max(a.est, c.est)
 			own.recs = append(own.recs[:0], own.recs[1:]...)

@@ -418,28 +418,7 @@ func (r *pointRun) finish() (string, Row) {
 	}
 	data, err := os.ReadFile(r.js)
 	if err == nil {
-		var m map[string]any
-		if err = json.Unmarshal(data, &m); err == nil {
-			row.Metrics = map[string]any{}
-			for k, v := range m {
-				switch v.(type) {
-				case map[string]any, []any:
-					continue // tables stay in the run's own results.json
-				}
-				row.Metrics[k] = v
-			}
-			// A model run's own figures (for every layer and copy): its
-			// section's values, as model_<name>.
-			if mm, ok := m["model"].(map[string]any); ok {
-				for k, v := range mm {
-					switch v.(type) {
-					case map[string]any, []any, string:
-						continue
-					}
-					row.Metrics["model_"+k] = v
-				}
-			}
-		}
+		row.Metrics, err = metricsOf(data)
 	}
 	csvData, cerr := os.ReadFile(r.cs)
 	lines := strings.Split(strings.TrimSpace(string(csvData)), "\n")
@@ -449,6 +428,54 @@ func (r *pointRun) finish() (string, Row) {
 	}
 	row.Status = "ok"
 	return lines[1], row
+}
+
+// metricsOf returns a run's metrics from its results.json: the top
+// level's values but its tables (which stay in the run's own file), and a
+// model run's own figures (for every layer and copy), its model section's
+// numbers, as model_<name>. The tables are not decoded.
+func metricsOf(data []byte) (map[string]any, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if err := scalars(m, "", false, out); err != nil {
+		return nil, err
+	}
+	if raw, ok := m["model"]; ok && isObject(raw) {
+		var mm map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &mm); err != nil {
+			return nil, err
+		}
+		if err := scalars(mm, "model_", true, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scalars decodes into out, under prefix, the values of m that are not
+// objects or arrays (nor strings, with noStrings).
+func scalars(m map[string]json.RawMessage, prefix string, noStrings bool, out map[string]any) error {
+	for k, raw := range m {
+		raw = bytes.TrimLeft(raw, " \t\r\n")
+		if len(raw) == 0 || raw[0] == '{' || raw[0] == '[' || (noStrings && raw[0] == '"') {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		out[prefix+k] = v
+	}
+	return nil
+}
+
+// isObject reports whether a JSON value is an object.
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // repairJSONL drops a torn last line and returns the ids of the finished

@@ -570,3 +570,50 @@ func TestFailingPointsAreRecordedAndTheSweepGoesOn(t *testing.T) {
 	again, _ := readRows(t, out)
 	assert.Equal(t, rows, again)
 }
+
+// A run's metrics, read without decoding its tables, are what decoding
+// the whole of its results.json and leaving the tables out gives: on a
+// GEMM's and a model's results.
+func TestMetricsOfMatchesAFullDecode(t *testing.T) {
+	bin := trnsimBinary(t)
+	dir := t.TempDir()
+	reference := func(data []byte) map[string]any {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(data, &m))
+		out := map[string]any{}
+		for k, v := range m {
+			switch v.(type) {
+			case map[string]any, []any:
+				continue
+			}
+			out[k] = v
+		}
+		if mm, ok := m["model"].(map[string]any); ok {
+			for k, v := range mm {
+				switch v.(type) {
+				case map[string]any, []any, string:
+					continue
+				}
+				out["model_"+k] = v
+			}
+		}
+		return out
+	}
+	model := filepath.Join(dir, "model.yaml")
+	require.NoError(t, os.WriteFile(model, []byte("hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 64, tokens: 1, layers: 1}\n"), 0o644))
+	for i, sets := range [][]string{{"--set", "workload.gemm.m=256"}, {model}} {
+		js := filepath.Join(dir, fmt.Sprintf("r%d.json", i))
+		out, err := exec.Command(bin, append([]string{"run", "-q", "--json", js}, sets...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+		data, err := os.ReadFile(js)
+		require.NoError(t, err)
+		got, err := metricsOf(data)
+		require.NoError(t, err)
+		want := reference(data)
+		assert.Equal(t, want, got)
+		assert.Contains(t, got, "simulated_time_s")
+		if i == 1 {
+			assert.Contains(t, got, "model_tpot_s")
+		}
+	}
+}

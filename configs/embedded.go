@@ -26,8 +26,14 @@ type embeddedParse struct {
 	err  error
 }
 
-// parseEmbedded parses an embedded file once per process.
+// parseEmbedded returns an embedded file's parse: its tree as generated
+// into the binary (embedded_nodes.go: parsing the presets and cost tables
+// was the seventh of a short run's host instructions), else parsed once
+// per process.
 func parseEmbedded(file string, data []byte) (*yaml.Node, error) {
+	if root, ok := embeddedTrees[file]; ok {
+		return root, nil
+	}
 	if p, ok := embeddedNodes.Load(file); ok {
 		return p.(embeddedParse).root, p.(embeddedParse).err
 	}

@@ -367,28 +367,6 @@ func (b *bucket) changed(stream int32, skipped bool) {
 	}
 }
 
-// dropCovered drops the records of recs that an access of bx covers (a
-// write drops any, a read only reads); for the accessing stream's own
-// (mine), a dropped record later than *npos lends the new record its
-// position and estimate.
-func dropCovered(recs []rec, bx *box, write, mine bool, npos *int64, nest *float64) []rec {
-	kept := 0
-	for i := range recs {
-		r := &recs[i]
-		if (write || !r.write) && r.coveredBy(bx) {
-			if mine && r.pos > *npos {
-				*npos, *nest = r.pos, max(*nest, r.est)
-			}
-			continue
-		}
-		if kept != i {
-			recs[kept] = *r
-		}
-		kept++
-	}
-	return recs[:kept]
-}
-
 // setEsts sets the estimated completion of the records checkRecord made
 // (with deps): in every granule it visited, the stream's newest record.
 func (t *tracker) setEsts(est float64) {

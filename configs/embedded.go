@@ -9,37 +9,28 @@ import (
 )
 
 // The embedded preset and cost-table files are constants of the binary, so
-// their parse and the cost tables built from them are memoised for the
-// process: a sweep validates thousands of points, each loading its preset
-// and cost table, and parsing them again each time was most of its cost.
-// Callers get a node tree nothing writes to (decoding only reads it) and
-// their own copy of a cost table; a table left as embedded shares one
-// compiled model (a CostModel is only read once compiled).
+// their parse is generated into it (embedded_nodes.go) and the cost tables
+// built from them are memoised for the process: a sweep validates
+// thousands of points, each loading its preset and cost table, and
+// parsing them again each time was most of its cost. Callers get a node
+// tree nothing writes to (decoding only reads it) and their own copy of a
+// cost table; a table left as embedded shares one compiled model (a
+// CostModel is only read once compiled).
 var (
-	embeddedNodes  sync.Map // file -> embeddedParse
 	embeddedTables sync.Map // name -> *isa.CostTable
 	embeddedModels sync.Map // name -> *isa.CostModel
 )
 
-type embeddedParse struct {
-	root *yaml.Node
-	err  error
-}
-
 // parseEmbedded returns an embedded file's parse: its tree as generated
 // into the binary (embedded_nodes.go: parsing the presets and cost tables
-// was the seventh of a short run's host instructions), else parsed once
-// per process.
+// was the seventh of a short run's host instructions; every embedded
+// preset, cost table and instance file has one,
+// TestEmbeddedNodesAreUpToDate), else data parsed.
 func parseEmbedded(file string, data []byte) (*yaml.Node, error) {
 	if root, ok := embeddedTrees[file]; ok {
 		return root, nil
 	}
-	if p, ok := embeddedNodes.Load(file); ok {
-		return p.(embeddedParse).root, p.(embeddedParse).err
-	}
-	root, err := parseYAML(data, file)
-	embeddedNodes.Store(file, embeddedParse{root, err})
-	return root, err
+	return parseYAML(data, file)
 }
 
 // cachedCostTable returns a copy of the named embedded cost table, built

@@ -744,8 +744,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 											kmax = bk
 										}
 									}
-									have2 := nres == 2
-									if have2 {
+									if nres == 2 {
 										copy(fits2, fits)
 									}
 									for i, bk := range bks {

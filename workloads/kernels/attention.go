@@ -284,9 +284,11 @@ func (a Attention) FLOPs() float64 {
 // tiles built once with iota); the block's row max (VectorE
 // tensor_reduce) and the running max (GpSimd); P = exp(scale*S -
 // scale*max) on ScalarE, which also gives alpha = exp(scale*(old max -
-// new max)); P^T by TensorE transposes, evacuated to SBUF; O_blk = P V in
-// PSUM (TensorE, one accumulation group over the block's 128-key tiles);
-// O = alpha*O + O_blk (GpSimd, VectorE). The lanes' softmax steps of one
+// new max)); P^T by TensorE transposes, evacuated to SBUF (VectorE, in
+// its 2x BF16 mode); O = alpha*O + P V,
+// O accumulating in PSUM over the query block's key blocks (TensorE adds
+// each block's P V to it, ScalarE scales it by the next block's alpha in
+// place). The lanes' softmax steps of one
 // key block come before their P V steps, so one lane's ScalarE and
 // VectorE work overlaps another's matmuls. At the end O is divided by its
 // last column (the row sum) and stored. Decode from a head-major cache
@@ -356,6 +358,12 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 		return 2
 	}
 	inter, vw := p.interleavedV(), p.vWidth()
+	// oPSUM: O accumulates in PSUM, scaled there by alpha, where several
+	// query blocks pipeline (on trn2 at 2,048 tokens 1,446 -> 1,434 us, at
+	// 300 tokens 112 -> 91 us); else in SBUF, where its updates leave
+	// VectorE and ScalarE to the next head group's softmax sooner (one
+	// query block of 128 tokens: 32.5 against 36.2 us; decode).
+	oPSUM := !inter && nQB > 1
 	// Where a head group's K^T and V tiles hold key block kb (first key
 	// kb0) of a query block: key position kb0 and 128-key tile kb0/128
 	// when they hold every key; slot kb mod KVBlocks of the ring when
@@ -517,7 +525,10 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				ln := &lanes[l]
 				ln.slot = l * Pk / g
 				ln.m = b.Tile(fmt.Sprintf("m%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, 2}, 1)
-				ln.o = b.Tile(fmt.Sprintf("o%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, d + 1}, 1)
+				if !oPSUM {
+					// O in SBUF.
+					ln.o = b.Tile(fmt.Sprintf("o%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, d + 1}, 1)
+				}
 				ln.pr = b.Tile(fmt.Sprintf("p%d", l), isa.MemSBUF, dt, []int64{128, 2, 2, KB}, 1)
 				ln.al = b.Tile(fmt.Sprintf("al%d", l), isa.MemSBUF, isa.FP32, []int64{128, 2, 2}, 1)
 				if inter {
@@ -622,18 +633,26 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					}
 				}
 			}
-			// accumulate is the second stage of key block kb: P^T by
-			// TensorE transposes, O_blk = P V, O = alpha*O + O_blk, for
-			// every lane (each step for all lanes before the next, so
-			// that no engine waits on one lane while another is ready).
-			accumulate := func(b *Block, gq geom, kb Expr, sfx string) {
+			// ptTiles declares the lanes' P^T tiles in SBUF.
+			ptTiles := func(b *Block, sfx string) []*Tile {
+				pts := make([]*Tile, L)
+				for l := int64(0); l < L; l++ {
+					pts[l] = b.Tile(fmt.Sprintf("pt%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, KT, 128}, endBufs(sfx))
+				}
+				return pts
+			}
+			// accumulateIn is the second stage of key block kb: P^T by
+			// TensorE transposes into pts, O += P V, then O *= the next
+			// block's alpha, for every lane (each step for all lanes
+			// before the next, so that no engine waits on one lane while
+			// another is ready).
+			accumulateIn := func(b *Block, gq geom, kb Expr, sfx string, pts []*Tile) {
 				rows := gq.rows
 				kb0, bs, nt := blockOf(gq, kb)
 				cur := kb.Mod(C(2))
 				first := kb.Eq(C(0))
 				full := bs.Div(C(128))
 				rem := bs.Sub(full.MulC(128))
-				pts := make([]*Tile, L)
 				for l := int64(0); l < L; l++ {
 					pr := lanes[l].pr
 					b.For(fmt.Sprintf("tj%d%s", l, sfx), C(0), nt, Parallel, func(b *Block, j Expr) {
@@ -643,14 +662,12 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					})
 				}
 				for l := int64(0); l < L; l++ {
-					pt := b.Tile(fmt.Sprintf("pt%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, KT, 128}, endBufs(sfx))
-					pts[l] = pt
-					// Evacuations alternate between VectorE and ScalarE
-					// by lane.
+					pt := pts[l]
+					// Evacuations on VectorE, whose BF16 copies from PSUM
+					// run at twice ScalarE's rate (on trn2 at 2,048
+					// tokens: 3.28x the FLOP bound, as with one lane of
+					// four on ScalarE; 3.70x alternating by lane).
 					eng := isa.EngineVector
-					if l%2 == 1 {
-						eng = isa.EngineScalar
-					}
 					b.When(full.Gt(C(0)), func(b *Block) {
 						op(b, &Op{Opcode: isa.OpTensorCopy, Engine: eng, Outs: ins(pt.At(R(C(0), C(128)), R(C(0), full), R(C(0), rows))),
 							Ins: ins(lat(psPT, l, R(C(0), C(128)), R(C(0), full), R(C(0), rows)))})
@@ -659,6 +676,12 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						op(b, &Op{Opcode: isa.OpTensorCopy, Engine: eng, Outs: ins(pt.At(R(C(0), rem), I(full), R(C(0), rows))),
 							Ins: ins(lat(psPT, l, R(C(0), rem), I(full), R(C(0), rows)))})
 					})
+				}
+				// The first P V of O's accumulation group: each block's
+				// with O in SBUF, the query block's first with O in PSUM.
+				start := func(j Expr) Expr { return j.Eq(C(0)) }
+				if oPSUM {
+					start = func(j Expr) Expr { return first.And(j.Eq(C(0))) }
 				}
 				for l := int64(0); l < L; l++ {
 					ln := &lanes[l]
@@ -669,22 +692,42 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						op(b, &Op{Opcode: isa.OpLoadStationary, Engine: isa.EngineTensor, Ins: ins(pt.At(R(C(0), w), I(j), R(C(0), rows)))})
 						op(b, &Op{Opcode: isa.OpMultiplyMoving, Engine: isa.EngineTensor, Outs: ins(oAll),
 							Ins:   ins(vt.At(R(C(0), w), I(C(ln.slot)), I(vtileOf(kb, kb0).Add(j)), R(C(0), C(d+1)))),
-							Start: j.Eq(C(0)), Stop: j.Eq(nt.Sub(C(1)))})
+							Start: start(j), Stop: j.Eq(nt.Sub(C(1)))})
 					})
 				}
-				for l := int64(0); l < L; l++ {
-					ln := &lanes[l]
-					oAll := lat(psO, l, R(C(0), rows), R(C(0), C(d+1)))
-					oSB := ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d+1)))
-					al := ln.al.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1)))
-					b.If(first, func(b *Block) {
-						op(b, &Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineScalar, Outs: ins(oSB), Ins: ins(oAll)})
-					}, func(b *Block) {
-						op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(oSB), Ins: ins(oSB, al),
+				if !oPSUM {
+					// O in SBUF: O = alpha*O + P V (GpSimd, VectorE).
+					for l := int64(0); l < L; l++ {
+						ln := &lanes[l]
+						oAll := lat(psO, l, R(C(0), rows), R(C(0), C(d+1)))
+						oSB := ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d+1)))
+						al := ln.al.At(R(C(0), rows), I(gq.qpar), RS(cur, C(1)))
+						b.If(first, func(b *Block) {
+							op(b, &Op{Opcode: isa.OpTensorCopy, Engine: isa.EngineScalar, Outs: ins(oSB), Ins: ins(oAll)})
+						}, func(b *Block) {
+							op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(oSB), Ins: ins(oSB, al),
+								Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+							op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: ins(oSB), Ins: ins(oSB, oAll), Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+						})
+					}
+					return
+				}
+				// O (with the row sums in its last column) accumulates in
+				// PSUM over the query block's key blocks: once a block's
+				// P V is in, ScalarE scales O in place by the next block's
+				// alpha (its softmax stage comes first in program order).
+				b.When(kb.AddC(1).Lt(gq.nKB), func(b *Block) {
+					next := kb.AddC(1).Mod(C(2))
+					for l := int64(0); l < L; l++ {
+						oAll := lat(psO, l, R(C(0), rows), R(C(0), C(d+1)))
+						al := lanes[l].al.At(R(C(0), rows), I(gq.qpar), RS(next, C(1)))
+						op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineScalar, Outs: ins(oAll), Ins: ins(oAll, al),
 							Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
-						op(b, &Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: ins(oSB), Ins: ins(oSB, oAll), Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
-					})
-				}
+					}
+				})
+			}
+			accumulate := func(b *Block, gq geom, kb Expr, sfx string) {
+				accumulateIn(b, gq, kb, sfx, ptTiles(b, sfx))
 			}
 			// accumulateInter is accumulate with interleaved V
 			// (interleavedV): key block kb (one query block, so kb0 = kb*KB)
@@ -793,9 +836,16 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					ln := &lanes[l]
 					rl := b.Tile(fmt.Sprintf("rl%d%s", l, sfx), isa.MemSBUF, isa.FP32, []int64{128, 1}, endBufs(sfx))
 					ot := b.Tile(fmt.Sprintf("ot%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, d}, endBufs(sfx))
-					op(b, &Op{Opcode: isa.OpReciprocal, Any: true, Outs: ins(rl.At(R(C(0), rows), R(C(0), C(1)))), Ins: ins(ln.o.At(R(C(0), rows), I(gq.qpar), RS(C(d), C(1))))})
-					op(b, &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineGpSimd, Outs: ins(ot.At(R(C(0), rows), R(C(0), C(d)))),
-						Ins: ins(ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d))), rl.At(R(C(0), rows), R(C(0), C(1)))), Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+					// O: in PSUM, or in SBUF with interleaved V.
+					oD, oL := lat(psO, l, R(C(0), rows), R(C(0), C(d))), lat(psO, l, R(C(0), rows), RS(C(d), C(1)))
+					eng := isa.EngineVector
+					if !oPSUM {
+						oD, oL = ln.o.At(R(C(0), rows), I(gq.qpar), R(C(0), C(d))), ln.o.At(R(C(0), rows), I(gq.qpar), RS(C(d), C(1)))
+						eng = isa.EngineGpSimd
+					}
+					op(b, &Op{Opcode: isa.OpReciprocal, Any: true, Outs: ins(rl.At(R(C(0), rows), R(C(0), C(1)))), Ins: ins(oL)})
+					op(b, &Op{Opcode: isa.OpTensorScalar, Engine: eng, Outs: ins(ot.At(R(C(0), rows), R(C(0), C(d)))),
+						Ins: ins(oD, rl.At(R(C(0), rows), R(C(0), C(1)))), Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
 					h0 := hg.MulC(L * Pk).AddC(l * Pk)
 					dma(b, isa.OpDMACopy, oHBM.At(RS(bi.MulC(a.Seq).Add(gq.q0), gq.nq), RS(h0.MulC(d), C(Pk*d))), ot.At(R(C(0), rows), R(C(0), C(d))))
 				}
@@ -826,16 +876,23 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						}
 					}
 					softmax(b, gq, qts, kb)
+					// The P^T tiles, one set for this query block's
+					// accumulation and the last of the one before.
+					acc := accumulate
+					if !inter {
+						pts := ptTiles(b, "")
+						acc = func(b *Block, gq geom, kb Expr, sfx string) { accumulateIn(b, gq, kb, sfx, pts) }
+					}
 					if nQB == 1 || finishEach {
 						// (No query block before this one to finish: its
 						// tiles would take SBUF for nothing.)
-						b.When(kb.Gt(C(0)), func(b *Block) { accumulate(b, gq, kb.Sub(C(1)), "") })
+						b.When(kb.Gt(C(0)), func(b *Block) { acc(b, gq, kb.Sub(C(1)), "") })
 						return
 					}
-					b.If(kb.Gt(C(0)), func(b *Block) { accumulate(b, gq, kb.Sub(C(1)), "") }, func(b *Block) {
+					b.If(kb.Gt(C(0)), func(b *Block) { acc(b, gq, kb.Sub(C(1)), "") }, func(b *Block) {
 						b.When(qb.Gt(C(0)), func(b *Block) {
 							gp := geomOf(qb.Sub(C(1)))
-							accumulate(b, gp, gp.nKB.Sub(C(1)), "p")
+							acc(b, gp, gp.nKB.Sub(C(1)), "p")
 							finalize(b, gp, "p")
 						})
 					})

@@ -146,7 +146,7 @@ func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 		return nil, optErr("psum", "a PSUM bank of %d bytes holds fewer than 128 FP32 scores", lim.PSUMBankBytes())
 	}
 	// PSUM per lane: the scores (a bank), the transposed probabilities
-	// and the P V partial product (1 KiB).
+	// and O or a block's P V (1 KiB).
 	perLane := roundUp(p.KB*int64(p.sdt.Bytes()), lim.PSUMBankBytes()) + p.KB*eb + 1024
 	for p.Lanes > 1 && p.Lanes*perLane > lim.PSUMPartitionBytes {
 		p.Lanes /= 2
@@ -284,11 +284,13 @@ func (a Attention) FLOPs() float64 {
 // tiles built once with iota); the block's row max (VectorE
 // tensor_reduce) and the running max (GpSimd); P = exp(scale*S -
 // scale*max) on ScalarE, which also gives alpha = exp(scale*(old max -
-// new max)); P^T by TensorE transposes, evacuated to SBUF (VectorE, in
-// its 2x BF16 mode); O = alpha*O + P V,
-// O accumulating in PSUM over the query block's key blocks (TensorE adds
-// each block's P V to it, ScalarE scales it by the next block's alpha in
-// place). The lanes' softmax steps of one
+// new max)); P^T by TensorE transposes, evacuated to SBUF (VectorE,
+// whose BF16 copies from PSUM run at twice ScalarE's rate); O = alpha*O +
+// P V. With several query blocks O accumulates in PSUM over a query
+// block's key blocks (TensorE adds each block's P V to it, ScalarE scales
+// it by the next block's alpha in place); with one (a short prompt,
+// decode) the block's P V lands in PSUM and O is updated in SBUF
+// (GpSimd, VectorE). The lanes' softmax steps of one
 // key block come before their P V steps, so one lane's ScalarE and
 // VectorE work overlaps another's matmuls. At the end O is divided by its
 // last column (the row sum) and stored. Decode from a head-major cache
@@ -358,8 +360,8 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 		return 2
 	}
 	inter, vw := p.interleavedV(), p.vWidth()
-	// oPSUM: O accumulates in PSUM, scaled there by alpha, where several
-	// query blocks pipeline (on trn2 at 2,048 tokens 1,446 -> 1,434 us, at
+	// oPSUM: O accumulates in PSUM, scaled there by alpha, where there are
+	// several query blocks (on trn2 at 2,048 tokens 1,446 -> 1,434 us, at
 	// 300 tokens 112 -> 91 us); else in SBUF, where its updates leave
 	// VectorE and ScalarE to the next head group's softmax sooner (one
 	// query block of 128 tokens: 32.5 against 36.2 us; decode).
@@ -519,7 +521,8 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			// Per lane, the running state of two consecutive query blocks
 			// (by parity of qb) and P and alpha of two consecutive key
 			// blocks of each (by parity of kb): the pipeline runs across
-			// query blocks.
+			// query blocks. (O in PSUM has one slot per lane: a query
+			// block's first P V waits for the last one's finalisation.)
 			lanes := make([]lane, L)
 			for l := int64(0); l < L; l++ {
 				ln := &lanes[l]
@@ -538,8 +541,8 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			}
 			// PSUM, one tile each for all lanes (so that no lane's shares
 			// another's memory): the scores (a bank per lane), P^T, and
-			// the P V partial products (a lane every 256 FP32 columns,
-			// inside one bank).
+			// O or a block's P V (a lane every 256 FP32 columns, inside
+			// one bank).
 			psS := b.Tile("ps_s", isa.MemPSUM, p.sdt, []int64{128, L, KB}, 1)
 			psPT := b.Tile("ps_pt", isa.MemPSUM, dt, []int64{128, L, KT, 128}, 1)
 			psO := b.Tile("ps_o", isa.MemPSUM, isa.FP32, []int64{128, L, 256}, 1)
@@ -642,8 +645,9 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 				return pts
 			}
 			// accumulateIn is the second stage of key block kb: P^T by
-			// TensorE transposes into pts, O += P V, then O *= the next
-			// block's alpha, for every lane (each step for all lanes
+			// TensorE transposes into pts, then with O in PSUM O += P V
+			// and O *= the next block's alpha, with O in SBUF P V and
+			// O = alpha*O + P V, for every lane (each step for all lanes
 			// before the next, so that no engine waits on one lane while
 			// another is ready).
 			accumulateIn := func(b *Block, gq geom, kb Expr, sfx string, pts []*Tile) {
@@ -836,7 +840,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					ln := &lanes[l]
 					rl := b.Tile(fmt.Sprintf("rl%d%s", l, sfx), isa.MemSBUF, isa.FP32, []int64{128, 1}, endBufs(sfx))
 					ot := b.Tile(fmt.Sprintf("ot%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, d}, endBufs(sfx))
-					// O: in PSUM, or in SBUF with interleaved V.
+					// O: in PSUM (oPSUM), or in SBUF.
 					oD, oL := lat(psO, l, R(C(0), rows), R(C(0), C(d))), lat(psO, l, R(C(0), rows), RS(C(d), C(1)))
 					eng := isa.EngineVector
 					if !oPSUM {

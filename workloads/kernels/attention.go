@@ -514,6 +514,24 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					}
 				}
 			}
+			// qtHG: with K and V resident and prompts of 128 tokens or
+			// more, every query block's Q^T of the head group loads with
+			// them, where it fits qtGroupBytes (the next head group's
+			// while this one runs), so that no query block waits for its
+			// own (inside a Llama-3-8B layer at 2,048 tokens the attention
+			// 1,896 -> 1,600 us, standalone 1,434 -> 1,442 us; BERT-base
+			// 5.115 -> 4.917 ms; decode, where it cost 4%, loads as before).
+			var qtHG *Tile
+			if !preload && ring == 0 && a.Seq >= 128 && mul(L, nQB, roundUp(RB*eb, 64)) <= qtGroupBytes {
+				qtHG = b.Tile("qt_hg", isa.MemSBUF, dt, []int64{128, L * nQB, RB}, nbuf)
+				b.For("qb_q", C(0), C(nQB), Parallel, func(b *Block, qb Expr) {
+					q0 := qb.MulC(QB)
+					nq := Min(C(QB), C(a.Seq).Sub(q0))
+					for l := int64(0); l < L; l++ {
+						loadQ(b, slotted{qtHG, qb.AddC(l * nQB), true}, bi, hg, l, q0, nq)
+					}
+				})
+			}
 			type lane struct {
 				m, o, pr, al, rs *Tile
 				slot             int64
@@ -862,6 +880,10 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 						qts[l] = slotted{qtAll, bi.MulC(nGroups).Add(hg).MulC(L).AddC(l), true}
 						continue
 					}
+					if qtHG != nil {
+						qts[l] = slotted{qtHG, qb.AddC(l * nQB), true}
+						continue
+					}
 					qt := b.Tile(fmt.Sprintf("qt%d", l), isa.MemSBUF, dt, []int64{128, RB}, nbuf)
 					qts[l] = qt
 					loadQ(b, qt, bi, hg, l, gq.q0, gq.nq)
@@ -918,6 +940,10 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 	}
 	return k, nil
 }
+
+// qtGroupBytes bounds the SBUF per partition of a head group's Q^T
+// (every query block's, each rotation).
+const qtGroupBytes = 32 << 10
 
 // preloadBytes bounds the SBUF per partition of attention's preloaded
 // inputs (every head group's Q^T, K^T and V).

@@ -68,8 +68,11 @@ type AttentionPlan struct {
 	// for their last reads).
 	EndBufs int64
 	// NBuf is the depth of the Q, K and V buffering.
-	NBuf  int64
-	scale float64
+	NBuf int64
+	// noQTGroup: each query block loads its own Q^T, where a head
+	// group's whole Q^T (qtHG in Kernel) would not fit beside the rest.
+	noQTGroup bool
+	scale     float64
 	// sdt is the dtype of the scores in PSUM.
 	sdt  isa.DType
 	auto map[string]bool
@@ -177,6 +180,8 @@ func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 			return p, err
 		}
 		switch {
+		case !p.noQTGroup && p.qtGroup():
+			p.noQTGroup = true
 		case p.EndBufs > 1:
 			p.EndBufs = 1
 		case stream && p.KVBlocks == 0:
@@ -522,7 +527,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			// 1,896 -> 1,600 us, standalone 1,434 -> 1,442 us; BERT-base
 			// 5.115 -> 4.917 ms; decode, where it cost 4%, loads as before).
 			var qtHG *Tile
-			if !preload && ring == 0 && a.Seq >= 128 && mul(L, nQB, roundUp(RB*eb, 64)) <= qtGroupBytes {
+			if !preload && p.qtGroup() {
 				qtHG = b.Tile("qt_hg", isa.MemSBUF, dt, []int64{128, L * nQB, RB}, nbuf)
 				b.For("qb_q", C(0), C(nQB), Parallel, func(b *Block, qb Expr) {
 					q0 := qb.MulC(QB)
@@ -942,8 +947,16 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 }
 
 // qtGroupBytes bounds the SBUF per partition of a head group's Q^T
-// (every query block's, each rotation).
+// (every query block's, in one of its rotations).
 const qtGroupBytes = 32 << 10
+
+// qtGroup reports whether a head group's Q^T loads whole (qtHG in
+// Kernel): K and V resident, a prompt of 128 tokens or more, within
+// qtGroupBytes, and not given up for SBUF.
+func (p *AttentionPlan) qtGroup() bool {
+	rb := p.QB * p.Pack
+	return !p.noQTGroup && p.KVBlocks == 0 && p.A.Seq >= 128 && mul(p.Lanes, ceilDiv(p.A.Seq, p.QB), roundUp(rb*int64(p.A.DType.Bytes()), 64)) <= qtGroupBytes
+}
 
 // preloadBytes bounds the SBUF per partition of attention's preloaded
 // inputs (every head group's Q^T, K^T and V).

@@ -190,18 +190,14 @@ func (a *activity) coarsen() {
 	a.shift++
 }
 
-// overlapPct returns the share of DMA-active time during which a compute
-// engine was busy.
-func (a *activity) overlapPct() float64 {
-	var both, dma clock.Time
+// overlap returns the DMA-active time and the part of it during which a
+// compute engine was busy.
+func (a *activity) overlap() (dma, both clock.Time) {
 	a.withCompute(&a.dma, func(d, busy clock.Time) {
 		dma += d
 		both += clock.Min(busy, d)
 	})
-	if dma == 0 {
-		return 0
-	}
-	return 100 * float64(both) / float64(dma)
+	return dma, both
 }
 
 // withCompute calls fn for every bin of b with b's busy time in the bin
@@ -267,4 +263,14 @@ func (a *activity) comm() (total, exposed clock.Time) {
 		}
 	})
 	return total, exposed
+}
+
+// overlapPct returns the share of DMA-active time during which a compute
+// engine was busy.
+func (a *activity) overlapPct() float64 {
+	dma, both := a.overlap()
+	if dma == 0 {
+		return 0
+	}
+	return 100 * float64(both) / float64(dma)
 }

@@ -97,6 +97,12 @@ type Result struct {
 	// ExposedCommTime the part of it during which no compute engine of
 	// any core was busy (to within 134 ns bins).
 	CommTime, ExposedCommTime clock.Time
+	// dmaTime is the DMA-active time and dmaWithCompute the part of it a
+	// compute engine was busy (DMAComputeOverlapPct's terms).
+	dmaTime, dmaWithCompute clock.Time
+	// LaunchTimes are the simulated times of the launches, in order
+	// (RunLaunches; one for Run).
+	LaunchTimes []clock.Time
 }
 
 // DeadlockError reports a program that cannot finish.
@@ -165,7 +171,10 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 		return nil, err
 	}
 	res := s.collect()
-	res.DMAComputeOverlapPct = s.act.overlapPct()
+	res.dmaTime, res.dmaWithCompute = s.act.overlap()
+	if res.dmaTime > 0 {
+		res.DMAComputeOverlapPct = 100 * float64(res.dmaWithCompute) / float64(res.dmaTime)
+	}
 	for _, cp := range s.cores {
 		for _, seq := range cp.core.Seqs {
 			s.perOp.AddEngine(cp.key.chip, cp.key.core, seq.Engine(), &seq.Stats)
@@ -179,6 +188,7 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 			res.Links = append(res.Links, l)
 		}
 	}
+	res.LaunchTimes = []clock.Time{res.SimTime}
 	res.HostTime = time.Since(hostStart)
 	return res, nil
 }

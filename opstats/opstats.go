@@ -239,6 +239,9 @@ type Op struct {
 	Stall [isa.NumEngines][engines.NumStallCauses]clock.Time
 	// Time is the op's share of the simulated time (SplitTime).
 	Time clock.Time
+	// Span is End - Start, or over several launches (chip.RunLaunches)
+	// the sum of the op's spans in each.
+	Span clock.Time
 }
 
 // Ops sums the counters per op, in order of op id, and splits simTime
@@ -302,6 +305,9 @@ func (s *Collector) Ops(simTime clock.Time) []Op {
 	}
 	for i, t := range SplitTime(ws, simTime) {
 		ops[i].Time = t
+		if o := &ops[i]; o.End > o.Start {
+			o.Span = o.End - o.Start
+		}
 	}
 	return ops
 }

@@ -81,7 +81,7 @@ func (r *Report) longestOps(n int) ([]string, []plots.BarSeries) {
 			continue // an op some GPU has no kernel for
 		}
 		groups = append(groups, shortOp(o.Name))
-		series[0].Values = append(series[0].Values, o.TimeS*1e6)
+		series[0].Values = append(series[0].Values, o.TimeS/r.opSteps()*1e6)
 		for i, t := range gpuT {
 			series[i+1].Values = append(series[i+1].Values, t)
 		}

@@ -20,6 +20,14 @@ type ModelReport struct {
 	Seq    int64 `json:"seq"`
 	Past   int64 `json:"past"`
 	Tokens int64 `json:"tokens,omitempty"`
+	// Steps, when set, is the decode steps simulated one after another
+	// (--exact: every token's, each a launch at its cache length): Past is
+	// then the mean step's cache length, TimeS and TPOTS the steps' mean,
+	// and StepFirstS and StepLastS the first's and the last's time (each
+	// with the runtime's overhead).
+	Steps      int64   `json:"steps,omitempty"`
+	StepFirstS float64 `json:"step_first_s,omitempty"`
+	StepLastS  float64 `json:"step_last_s,omitempty"`
 	// Layers of LayersTotal: every model figure is for those layers plus
 	// the embedding and the head. SimulatedLayers were simulated; the
 	// others take LayerTimeS, the mean of the inner simulated ones (TimeS is then the
@@ -110,6 +118,17 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		layerTime = (hi - lo) / float64(end-first)
 		sim += float64(mi.Layers-mi.SimLayers) * layerTime
 	}
+	// Every decode step simulated, one launch each: the figures are the
+	// mean step's, and each step pays the runtime's overhead.
+	steps := max(mi.Steps, 1)
+	var stepFirst, stepLast float64
+	if steps > 1 {
+		if len(res.LaunchTimes) != int(steps) {
+			return fmt.Errorf("internal error: %d decode steps, but %d launches ran", steps, len(res.LaunchTimes))
+		}
+		stepFirst, stepLast = res.LaunchTimes[0].Seconds(), res.LaunchTimes[steps-1].Seconds()
+		sim /= float64(steps)
+	}
 	overhead := h.Runtime.ExecutionOverheadUs * 1e-6
 	sim += overhead
 	m := &ModelReport{Model: mi.Model, Family: mi.Family, Mode: mi.Mode, Batch: mi.Batch, Seq: mi.Seq, Past: mi.Past, Tokens: mi.Tokens,
@@ -117,6 +136,9 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		Replicas: max(mi.Replicas, 1), SimulatedReplicas: simulatedReplicas(mi), TimeS: sim, RuntimeOverheadS: overhead, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
 		Memory:           ModelMemory{WeightsBytes: mi.WeightBytes, ActivationsBytes: mi.ActivationBytes, KVCacheBytes: mi.KVCacheBytes},
 		HBMCapacityBytes: mi.HBMCapacityBytes}
+	if steps > 1 {
+		m.Steps, m.StepFirstS, m.StepLastS = steps, stepFirst+overhead, stepLast+overhead
+	}
 	m.MinHBMBytes = info.MinHBMBytes
 	if info.MinHBMBytes > 0 {
 		m.HBMOverMin = float64(r.HBM.ReadBytes+r.HBM.WriteBytes) / float64(info.MinHBMBytes)
@@ -183,11 +205,17 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 		}
 	default:
 		ctx := fmt.Sprintf("context %d", m.Past)
-		if m.Tokens > 1 {
+		switch {
+		case m.Steps > 1:
+			ctx = fmt.Sprintf("%d tokens, every step simulated (cache lengths %d to %d)", m.Tokens, m.Past-(m.Steps-1)/2, m.Past-(m.Steps-1)/2+m.Steps-1)
+		case m.Tokens > 1:
 			ctx = fmt.Sprintf("%d tokens, the step at cache length %d (the steps' mean)", m.Tokens, m.Past)
 		}
 		line("model", "%s decode: batch %d, %s, %s", m.Model, m.Batch, ctx, layers)
 		line("time per token", "%s (%.0f tokens/s)", fmtSeconds(m.TPOTS), m.TokensPerS)
+		if m.Steps > 1 {
+			line("", "(the steps' mean: the first %s, the last %s)", fmtSeconds(m.StepFirstS), fmtSeconds(m.StepLastS))
+		}
 	}
 	if m.RuntimeOverheadS > 0 {
 		line("", "(with the runtime's %s per execution, hardware.runtime.execution_overhead_us, not simulated)", fmtSeconds(m.RuntimeOverheadS))

@@ -6,6 +6,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,7 +37,7 @@ func runModel(t *testing.T, text string) (*configs.RunConfig, *workloads.Info, *
 	require.NoError(t, err)
 	prog, info, err := workloads.Lower(cfg)
 	require.NoError(t, err)
-	res, err := chip.Run(cfg, prog, chip.Options{})
+	res, err := chip.RunLaunches(cfg, chip.Launches{N: max(info.Launches, 1), First: prog, Next: info.Launch}, chip.Options{})
 	require.NoError(t, err)
 	return cfg, info, res
 }
@@ -104,6 +105,49 @@ func TestLayerReuseMatchesExact(t *testing.T) {
 				exact.Model.TimeS*1e3, ei, 100*(reuse.Model.TimeS/exact.Model.TimeS-1))
 		})
 	}
+}
+
+// An exact decode simulates every step, each a launch at its cache
+// length, and its mean step agrees with the step at the mean cache length
+// that the default simulates (within 0.3%): the figures per token, the op
+// comparison with the GPUs (per step on both sides), while the work and
+// the traffic are all the steps' and the last step is no faster than the
+// first (its cache is longer).
+func TestDecodeStepsMatchMeanStep(t *testing.T) {
+	const steps = 6
+	text := func(exact bool) string {
+		return fmt.Sprintf("hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 1000, tokens: %d, layers: 2, exact: %v, gpus: [h100]}\n", steps, exact)
+	}
+	_, mean, meanRes := simulateModel(t, text(false))
+	_, all, allRes := simulateModel(t, text(true))
+	require.Zero(t, mean.Model.Steps)
+	require.EqualValues(t, steps, all.Model.Steps)
+	assert.Equal(t, mean.Model.Past, all.Model.Past, "the same mean cache length")
+	assert.InEpsilon(t, mean.Model.TPOTS, all.Model.TPOTS, 0.003)
+	assert.InEpsilon(t, mean.Model.TokensPerS, all.Model.TokensPerS, 0.003)
+	assert.InEpsilon(t, mean.Model.MFUPct, all.Model.MFUPct, 0.003)
+	assert.InEpsilon(t, mean.Model.MBUPct, all.Model.MBUPct, 0.003)
+	assert.InEpsilon(t, mean.Model.HBMOverMin, all.Model.HBMOverMin, 0.003)
+	assert.InEpsilon(t, steps*mean.SimulatedTimeS, all.SimulatedTimeS, 0.003, "the steps back to back")
+	assert.InEpsilon(t, float64(steps*meanRes.Instructions), float64(allRes.Instructions), 0.01)
+	assert.InEpsilon(t, steps*mean.FLOPs, all.FLOPs, 0.003)
+	require.Len(t, allRes.LaunchTimes, steps)
+	lo, hi := slices.Min(allRes.LaunchTimes), slices.Max(allRes.LaunchTimes)
+	assert.Less(t, lo, hi, "the steps differ")
+	step := all.Model.TPOTS - all.Model.RuntimeOverheadS
+	assert.True(t, lo.Seconds() <= step && step <= hi.Seconds(), "the mean %g s within the steps' %s to %s", step, lo, hi)
+	assert.InDelta(t, allRes.LaunchTimes[0].Seconds()+all.Model.RuntimeOverheadS, all.Model.StepFirstS, 1e-12)
+	assert.InDelta(t, allRes.LaunchTimes[steps-1].Seconds()+all.Model.RuntimeOverheadS, all.Model.StepLastS, 1e-12)
+	assert.LessOrEqual(t, all.PeakPct, 100.0)
+	require.Len(t, all.GPU, 1)
+	require.NotEmpty(t, all.GPU[0].TrainiumLoses)
+	m, a := mean.GPU[0].TrainiumLoses[0], all.GPU[0].TrainiumLoses[0]
+	assert.Equal(t, m.Name, a.Name)
+	assert.InEpsilon(t, m.TrainiumS, a.TrainiumS, 0.01, "one step's time on both sides")
+	var out bytes.Buffer
+	all.WriteSummary(&out)
+	assert.Contains(t, out.String(), fmt.Sprintf("%d tokens, every step simulated (cache lengths 1000 to %d)", steps, 1000+steps-1))
+	assert.Contains(t, out.String(), "all 6 decode steps")
 }
 
 // Replica reuse simulates one copy of a plan whose copies share no

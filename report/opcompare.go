@@ -18,7 +18,8 @@ type OpGPU struct {
 	// nvlink.
 	Bound string `json:"bound"`
 	// TrainiumOverGPU is the op's Trainium time over the GPU's (above 1:
-	// the GPU is faster on this op).
+	// the GPU is faster on this op), both of one pass (with every decode
+	// step simulated, Trainium's mean step).
 	TrainiumOverGPU float64 `json:"trainium_over_gpu"`
 }
 
@@ -26,7 +27,8 @@ type OpGPU struct {
 // loses most time.
 type OpDelta struct {
 	Name string `json:"name"`
-	// TrainiumS and GPUS are the op's time on each side (zero where the op
+	// TrainiumS and GPUS are the op's time on each side in one pass (with
+	// every decode step simulated, Trainium's mean step; zero where the op
 	// is not in that side's plan, as the GPU's all-reduces with tp 1).
 	TrainiumS     float64 `json:"trainium_s"`
 	GPUS          float64 `json:"gpu_s"`
@@ -92,6 +94,15 @@ func layerOf(name string) string {
 	return name[:i+len(p)] + rest
 }
 
+// opSteps is the passes the ops' figures are of: a decode's steps when
+// every one is simulated (the GPU baselines time one), else 1.
+func (r *Report) opSteps() float64 {
+	if r.Model != nil && r.Model.Steps > 1 {
+		return float64(r.Model.Steps)
+	}
+	return 1
+}
+
 // compareOps sets each Trainium op's bound and its GPU estimates, and each
 // GPU's ops where Trainium loses and gains most time. The two sides are
 // matched by op name over the ops Trainium simulated (with layer reuse,
@@ -99,6 +110,7 @@ func layerOf(name string) string {
 // a tp 1 plan are none) counts as taking no time on the other.
 func (r *Report) compareOps(cfg *configs.RunConfig) {
 	narrow := hbmNarrower(cfg, r.ModelCores()) // (every copy's cores, as the exact run has them)
+	per := r.opSteps()
 	trn := map[string]*OpReport{}
 	layers := map[string]bool{}
 	for i := range r.Ops {
@@ -134,14 +146,14 @@ func (r *Report) compareOps(cfg *configs.RunConfig) {
 			seen[op.Name] = true
 			ratio := 0.0
 			if op.TimeS > 0 {
-				ratio = t.TimeS / op.TimeS
+				ratio = t.TimeS / per / op.TimeS
 			}
 			t.GPU = append(t.GPU, OpGPU{GPU: g.GPU, TimeS: op.TimeS, Bound: op.Bound, TrainiumOverGPU: ratio})
-			deltas = append(deltas, OpDelta{Name: op.Name, TrainiumS: t.TimeS, GPUS: op.TimeS, TrainiumBound: t.Bound, GPUBound: op.Bound})
+			deltas = append(deltas, OpDelta{Name: op.Name, TrainiumS: t.TimeS / per, GPUS: op.TimeS, TrainiumBound: t.Bound, GPUBound: op.Bound})
 		}
 		for name, t := range trn {
 			if !seen[name] {
-				deltas = append(deltas, OpDelta{Name: name, TrainiumS: t.TimeS, TrainiumBound: t.Bound, GPUBound: "none"})
+				deltas = append(deltas, OpDelta{Name: name, TrainiumS: t.TimeS / per, TrainiumBound: t.Bound, GPUBound: "none"})
 			}
 		}
 		diff := func(d OpDelta) float64 { return d.TrainiumS - d.GPUS }

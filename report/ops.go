@@ -39,6 +39,9 @@ type OpReport struct {
 	// StartS and EndS bound the op's activity on any engine.
 	StartS float64 `json:"start_s"`
 	EndS   float64 `json:"end_s"`
+	// SpanS is EndS - StartS, or, over a decode's steps simulated one
+	// after another, the sum of the op's spans in each.
+	SpanS float64 `json:"span_s"`
 	// BusyS is per engine the union of the op's issue intervals, and for
 	// "dma" the time some DMA engine moved the op's data.
 	BusyS map[string]float64 `json:"busy_s"`
@@ -82,7 +85,7 @@ func buildOps(res *chip.Result, info *workloads.Info, cores int) ([]OpReport, er
 		}
 		or := OpReport{ID: o.ID, Name: w.Name, Kind: w.Kind, Instructions: o.Instructions, FLOPs: o.FLOPs, UsefulFLOPs: w.FLOPs,
 			HBMBytes: o.HBMReadBytes + o.HBMWriteBytes, HBMReadBytes: o.HBMReadBytes, HBMWriteBytes: o.HBMWriteBytes, DMABytes: o.DMABytes,
-			StartS: o.Start.Seconds(), EndS: o.End.Seconds(), BusyS: map[string]float64{}, StallS: map[string]float64{},
+			StartS: o.Start.Seconds(), EndS: o.End.Seconds(), SpanS: o.Span.Seconds(), BusyS: map[string]float64{}, StallS: map[string]float64{},
 			TimeS: o.Time.Seconds(), TimePct: pct(o.Time.Seconds(), sim)}
 		if o.Start == clock.Never {
 			or.StartS, or.EndS = 0, 0
@@ -139,7 +142,7 @@ func (r *Report) writeOps(w io.Writer, line func(k, format string, args ...any))
 			}
 		}
 		var busy []string
-		window := o.EndS - o.StartS
+		window := o.SpanS
 		for _, e := range append(engineNames(), "dma") {
 			if b, ok := o.BusyS[e]; ok && window > 0 {
 				busy = append(busy, fmt.Sprintf("%s %.0f%%", e, pct(b, window)))
@@ -152,7 +155,11 @@ func (r *Report) writeOps(w io.Writer, line func(k, format string, args ...any))
 		line(k, "%s: %s (%.1f%%), HBM %s; busy %s; %s", o.Name, clock.Time(o.TimeS*1e15+0.5), o.TimePct,
 			HumanBytes(o.HBMBytes), strings.Join(busy, " "), stall)
 	}
-	line("", "(an op's time is its share of the run, time shared equally where ops overlap; busy is of the op's own span)")
+	run := "the run"
+	if n := r.opSteps(); n > 1 {
+		run = fmt.Sprintf("the run, all %d decode steps", int64(n))
+	}
+	line("", "(an op's time is its share of %s, time shared equally where ops overlap; busy is of the op's own span)", run)
 }
 
 func engineNames() []string {

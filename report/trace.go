@@ -108,6 +108,10 @@ func (t *TraceWriter) SetCollectives(ops map[int32]string) {
 	}
 }
 
+// SetProgram makes prog the program whose instructions follow (a run of
+// several launches, one program each).
+func (t *TraceWriter) SetProgram(prog *isa.Program) { t.prog = prog }
+
 // NewTraceWriter starts a trace on w. prog, if not nil, is the program being
 // simulated; it gives each instruction event its assembly text. The caller
 // keeps ownership of w: Close flushes but does not close it.

@@ -168,6 +168,9 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 		}
 	}
 	if o := set.get(roleAsm); o != nil {
+		if info.Launches > 1 {
+			return fail(fmt.Errorf("%s: the run is %d programs, one per decode step (--exact), and one file holds one program: leave out --exact (the mean step's program) or set workload.model.tokens: 1", o.label, info.Launches))
+		}
 		if err := asm.Print(o.w, prog); err != nil {
 			return fail(fmt.Errorf("%s: writing %s: %w", o.label, o.path, err))
 		}
@@ -198,7 +201,7 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 				tw.Note("limit", strconv.FormatInt(opts.TraceLimit, 10))
 			}
 			chipOpts.Tracer = filter
-		} else if w := traceWarning(trace.label, countInstructions(prog)); w != "" {
+		} else if w := traceWarning(trace.label, countInstructions(prog)*int64(max(info.Launches, 1))); w != "" {
 			warn(w)
 		}
 	}
@@ -219,6 +222,9 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 		start := time.Now()
 		last := start
 		total := knownInstructions(prog)
+		if total > 0 {
+			total *= int64(max(info.Launches, 1)) // about: the launches differ
+		}
 		chipOpts.ProgressEvery = 1 << 16
 		chipOpts.Progress = func(n int64, now clock.Time) {
 			if t := time.Now(); t.Sub(last) >= 2*time.Second {
@@ -237,7 +243,11 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 			return fail(err)
 		}
 	}
-	res, err := chip.Run(cfg, prog, chipOpts)
+	launches := chip.Launches{N: max(info.Launches, 1), First: prog, Next: info.Launch}
+	if tw != nil {
+		launches.OnLaunch = func(_ int, p *isa.Program) { tw.SetProgram(p) }
+	}
+	res, err := chip.RunLaunches(cfg, launches, chipOpts)
 	if err != nil {
 		// An op of a kernel file that the scheduler rejects while making
 		// the streams is reported where it is written, as check reports

@@ -636,3 +636,38 @@ func TestHumanBytes(t *testing.T) {
 		assert.Equal(t, want, report.HumanBytes(n))
 	}
 }
+
+// An exact decode runs every step, one launch each: its trace runs on
+// from step to step to the whole simulated time, and --dump-asm, one
+// program to a file, is refused with nothing written.
+func TestDecodeStepsTraceAndRefuseOneAsm(t *testing.T) {
+	model := func(t *testing.T) *configs.RunConfig {
+		cfg, err := configs.LoadBytes([]byte("hardware: {preset: trn2}\nworkload:\n  kind: model\n  model: {name: llama-3.2-1b, mode: decode, context: 256, tokens: 3, layers: 1, exact: true, gpus: []}\n"), "m.yaml", configs.LoadOptions{})
+		require.NoError(t, err)
+		return cfg
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trace.json")
+	out, err := Run(model(t), Options{Trace: path})
+	require.NoError(t, err)
+	require.Len(t, out.Result.LaunchTimes, 3)
+	events, _ := traceEvents(t, path)
+	first, last := out.Result.LaunchTimes[0].Seconds()*1e6, 0.0
+	var inLast int
+	for _, e := range events {
+		last = max(last, e.Ts+e.Dur)
+		if e.Ts >= (out.Result.LaunchTimes[0]+out.Result.LaunchTimes[1]).Seconds()*1e6 {
+			inLast++
+		}
+	}
+	assert.Greater(t, inLast, 0, "the last step is traced after the two before")
+	assert.Greater(t, last, 2*first)
+	assert.InDelta(t, out.Report.SimulatedTimeS*1e6, last, 1e-3*last, "the trace ends with the run")
+
+	asmPath := filepath.Join(dir, "steps.asm")
+	_, err = Run(model(t), Options{DumpAsm: asmPath})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--dump-asm: the run is 3 programs, one per decode step")
+	assert.NoFileExists(t, asmPath)
+	noLeftovers(t, dir)
+}

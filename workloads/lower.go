@@ -58,6 +58,13 @@ type Info struct {
 	Notes []string
 	// Model is set for model workloads.
 	Model *ModelInfo
+	// Launches, when more than one, is how many programs run one after
+	// another, each once the one before has finished (an exact decode's
+	// steps, each a launch as on the Neuron runtime): Lower's program is
+	// the first, Launch(i) makes the i-th (1 <= i < Launches) with the same
+	// op ids, and the figures above are all the launches' together.
+	Launches int
+	Launch   func(i int) (*isa.Program, error)
 }
 
 // Dim is one named size of a workload's shape, in elements.

@@ -69,6 +69,11 @@ type ModelInfo struct {
 	// time); the simulated program's figures (engines, DMA, HBM, cores
 	// used) are those copies'.
 	SimReplicas int
+	// Steps, when more than one, is the decode steps simulated one after
+	// another (--exact: every token's, each a launch at its cache length);
+	// the figures above stay the mean step's (Past its cache length), the
+	// report's time per token is the steps' mean.
+	Steps int64
 }
 
 // plan is how a model run spreads over ranks.
@@ -135,6 +140,55 @@ func ModelConfig(cfg *configs.RunConfig) (*zoo.Config, error) {
 		return nil, cfg.FieldError("workload.model.hf_config", "%v", err)
 	}
 	return c, nil
+}
+
+// decodeSteps is how many decode steps a model config simulates one after
+// another: every token's with --exact, else one (the mean step, modelPass).
+func decodeSteps(m *configs.ModelWorkload) int64 {
+	if m.Mode == "decode" && m.Exact && m.Tokens > 1 {
+		return m.Tokens
+	}
+	return 1
+}
+
+// addSteps makes info, made from the first decode step's graph first, the
+// figures of all steps: the work (FLOPs, least HBM bytes) is the steps'
+// graphs' together, each op's FLOPs grown as its graph op's over the steps
+// (an op of no graph op's name, or one with none: steps times the first's).
+func addSteps(info *Info, first *graph.Graph, steps int64, stepGraph func(i int64) (*graph.Graph, error), ranks int) error {
+	firstFLOPs := map[string]int64{}
+	for _, o := range first.Ops {
+		firstFLOPs[o.Name] = o.FLOPs()
+	}
+	opFLOPs := map[string]int64{}
+	var flops, minBytes int64
+	for i := int64(0); i < steps; i++ {
+		g := first
+		if i > 0 {
+			var err error
+			if g, err = stepGraph(i); err != nil {
+				return err
+			}
+		}
+		flops += g.FLOPs()
+		minBytes += g.MinHBMBytes()
+		for _, o := range g.Ops {
+			opFLOPs[o.Name] += o.FLOPs()
+		}
+	}
+	info.FLOPs = float64(flops) * float64(ranks)
+	info.MinHBMBytes = minBytes * int64(ranks)
+	for i := range info.Ops {
+		o := &info.Ops[i]
+		if f := firstFLOPs[o.Name]; f > 0 {
+			o.FLOPs *= float64(opFLOPs[o.Name]) / float64(f)
+		} else {
+			o.FLOPs *= float64(steps)
+		}
+	}
+	info.Launches = int(steps)
+	info.Model.Steps = steps
+	return nil
 }
 
 // modelPass is the pass a model config simulates.
@@ -228,27 +282,32 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			return nil, nil, cfg.FieldError("workload.model", "%v", err)
 		}
 	}
-	res, err := lowergraph.Lower(sim, tg, "model", lowergraph.Options{Ranks: simRanks, GroupSize: pl.shard})
-	if err != nil {
-		// A kernel's working set that does not fit on chip blames what the
-		// user set that sizes it, where there is one.
-		var fe *sched.FitError
-		if errors.As(err, &fe) && fe.Mem.OnChip() {
-			if path, ok := cfg.UserSet(modelOpFit[fe.Mem]...); ok {
-				return nil, nil, cfg.FieldError(path, "%v", err)
-			}
+	// An exact decode simulates every step, each a launch of its own at
+	// its cache length; the figures of ModelInfo stay the mean step's.
+	steps := decodeSteps(m)
+	stepGraph := func(i int64) (*graph.Graph, error) {
+		sp := pass
+		sp.Past = m.Context + i
+		g, err := c.Build(zoo.BuildOptions{Pass: sp, Layers: m.Layers, WeightDType: wdt, TP: int64(pl.shard)})
+		if err != nil {
+			return nil, cfg.FieldError("workload.model", "%v", err)
 		}
-		return nil, nil, cfg.FieldError("workload.model", "%v", err)
+		return g, nil
+	}
+	if steps > 1 {
+		if sim, err = stepGraph(0); err != nil {
+			return nil, nil, err
+		}
+	}
+	res, p, err := lowerModelPass(cfg, sim, tg, simRanks, pl.shard)
+	if err != nil {
+		return nil, nil, err
 	}
 	mi.LayerOf = map[int32]int64{}
 	for _, o := range res.Ops {
 		if l, ok := zoo.LayerOf(o.Name); ok {
 			mi.LayerOf[o.ID] = l
 		}
-	}
-	p, err := compileOps(cfg, res.Kernel, modelFit, res.Ops)
-	if err != nil {
-		return nil, nil, err
 	}
 	// Every simulated rank runs its part of the graph: the work is the
 	// simulated ranks' together.
@@ -261,6 +320,25 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	info.Shape = []Dim{{"batch", pass.Batch}, {"seq", pass.Seq}, {"past", pass.Past}, {"layers", mi.Layers}}
 	for _, o := range res.Ops {
 		info.Ops = append(info.Ops, Op{ID: o.ID, Name: o.Name, Kind: o.Kind, FLOPs: float64(o.FLOPs)})
+	}
+	if steps > 1 {
+		if err := addSteps(info, sim, steps, stepGraph, simRanks); err != nil {
+			return nil, nil, err
+		}
+		info.Launch = func(i int) (*isa.Program, error) {
+			g, err := stepGraph(int64(i))
+			if err != nil {
+				return nil, err
+			}
+			r, p, err := lowerModelPass(cfg, g, tg, simRanks, pl.shard)
+			if err != nil {
+				return nil, err
+			}
+			if len(r.Ops) != len(res.Ops) {
+				return nil, fmt.Errorf("internal error: decode step %d lowers to %d ops, the first to %d", i, len(r.Ops), len(res.Ops))
+			}
+			return p.Program, nil
+		}
 	}
 	if mi.Layers < mi.LayersTotal {
 		info.Notes = append(info.Notes, fmt.Sprintf("%d of the model's %d layers simulated (plus the embedding and the head); every figure is for those", mi.Layers, mi.LayersTotal))
@@ -289,11 +367,36 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		info.Notes = append(info.Notes, fmt.Sprintf("layer reuse: %d of the %d layers simulated, the rest at the mean time of the third to the last but one (the model figures; the engine, DMA and HBM figures are the %d layers'); --exact simulates every layer",
 			mi.SimLayers, mi.Layers, mi.SimLayers))
 	}
-	if m.Mode == "decode" && m.Tokens > 1 {
+	if steps > 1 {
+		info.Notes = append(info.Notes, fmt.Sprintf("decode: every one of the %d steps simulated, each a launch of its own at its cache length (%d to %d), back to back; the model figures are the mean step's (the engine, DMA and HBM figures all the steps'); the KV cache's footprint is at the end",
+			steps, m.Context, m.Context+steps-1))
+	} else if m.Mode == "decode" && m.Tokens > 1 {
 		info.Notes = append(info.Notes, fmt.Sprintf("decode: the %d steps' mean is simulated, the step at cache length %d (a step's work grows linearly with its cache, from %d to %d); the KV cache's footprint is at the end",
 			m.Tokens, pass.Past, m.Context, m.Context+m.Tokens-1))
 	}
 	return p.Program, info, nil
+}
+
+// lowerModelPass lowers and schedules one pass's graph over ranks ranks
+// (groups of group).
+func lowerModelPass(cfg *configs.RunConfig, g *graph.Graph, tg *sched.Target, ranks, group int) (*lowergraph.Result, *sched.Program, error) {
+	res, err := lowergraph.Lower(g, tg, "model", lowergraph.Options{Ranks: ranks, GroupSize: group})
+	if err != nil {
+		// A kernel's working set that does not fit on chip blames what the
+		// user set that sizes it, where there is one.
+		var fe *sched.FitError
+		if errors.As(err, &fe) && fe.Mem.OnChip() {
+			if path, ok := cfg.UserSet(modelOpFit[fe.Mem]...); ok {
+				return nil, nil, cfg.FieldError(path, "%v", err)
+			}
+		}
+		return nil, nil, cfg.FieldError("workload.model", "%v", err)
+	}
+	p, err := compileOps(cfg, res.Kernel, modelFit, res.Ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, p, nil
 }
 
 // peakActivationBytes is the most activation memory (inputs, outputs and

@@ -80,8 +80,8 @@ func BenchmarkPlanGEMM(b *testing.B) {
 // layer, prefill at 8192 tokens, batch 1, BF16, on one trn2 core, lowered
 // and simulated instruction by instruction (target: at most 1 s of host
 // CPU); and one decode step of the whole Llama-3.2-1B at context 2048,
-// every layer simulated and with layer reuse (the 128-token target is at
-// most 5 s with every layer and step simulated).
+// every layer simulated and with layer reuse, and the 128 tokens from there
+// with every layer and step simulated (target: at most 5 s).
 //
 //	go test ./workloads -run '^$' -bench Model -benchtime 1x
 func BenchmarkModel(b *testing.B) {
@@ -89,6 +89,8 @@ func BenchmarkModel(b *testing.B) {
 		{"llama-3-8b-layer-prefill-8192", "name: llama-3-8b, mode: prefill, seq: 8192, layers: 1", "", ""},
 		{"llama-3.2-1b-decode-step-2048/exact", "name: llama-3.2-1b, mode: decode, context: 2048, exact: true", "", ""},
 		{"llama-3.2-1b-decode-step-2048/reuse", "name: llama-3.2-1b, mode: decode, context: 2048", "", ""},
+		// The 128-token target itself: every step simulated, one launch each.
+		{"llama-3.2-1b-decode-128-from-2048/exact", "name: llama-3.2-1b, mode: decode, context: 2048, tokens: 128, exact: true", "", ""},
 		// Issue 12's targets: one trn2 chip (TP8 at lnc 1) and a trn2.48xlarge.
 		{"llama-3-8b-prefill-2048-trn2-tp8", "name: llama-3-8b, mode: prefill, seq: 2048", "{preset: trn2, chip: {lnc: 1}}", "{tp: 8}"},
 		{"llama-3-70b-decode-trn2.48xlarge-tp64-lnc1", "name: llama-3-70b, mode: decode, batch: 8, context: 8191, tokens: 1", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 64}"},
@@ -108,11 +110,11 @@ func BenchmarkModel(b *testing.B) {
 			}
 			m := hostcpu.NewMeter()
 			for i := 0; i < b.N; i++ {
-				prog, _, err := Lower(cfg)
+				prog, info, err := Lower(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
-				res, err := chip.Run(cfg, prog, chip.Options{})
+				res, err := chip.RunLaunches(cfg, chip.Launches{N: max(info.Launches, 1), First: prog, Next: info.Launch}, chip.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}

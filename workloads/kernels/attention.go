@@ -85,6 +85,36 @@ const attnNeg = -30000.0
 
 // PlanAttention checks the problem and chooses the blocking.
 func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*AttentionPlan, error) {
+	if tg.Memo == nil {
+		return planAttention(a, o, tg)
+	}
+	// The same attention on the same target (every layer of a model) is
+	// planned once: the plan is its op id's alone.
+	type result struct {
+		p   *AttentionPlan
+		err error
+	}
+	k := attentionKey{a: a, buffers: o.Buffers, target: tg.Key()}
+	r := tg.Memo.Get(k, func() any {
+		p, err := planAttention(a, AttentionOptions{Buffers: o.Buffers}, tg)
+		return result{p, err}
+	}).(result)
+	if r.err != nil {
+		return nil, r.err
+	}
+	p := *r.p
+	p.opID = o.OpID
+	return &p, nil
+}
+
+// attentionKey is what an attention plan is made from, but its op id.
+type attentionKey struct {
+	a       Attention
+	buffers int64
+	target  sched.TargetKey
+}
+
+func planAttention(a Attention, o AttentionOptions, tg *sched.Target) (*AttentionPlan, error) {
 	lim := tg.Limits
 	switch {
 	case a.Batch < 1 || a.QHeads < 1 || a.KVHeads < 1 || a.HeadDim < 1 || a.Seq < 1 || a.Past < 0 || a.Window < 0:

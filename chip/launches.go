@@ -3,7 +3,6 @@ package chip
 import (
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/trnsim/trnsim/clock"
 	"github.com/trnsim/trnsim/configs"
@@ -33,14 +32,13 @@ type Launches struct {
 // back to back: the runtime's overhead per launch is the report's to
 // add). The result is theirs together: simulated time runs on from one
 // launch to the next (the tracer, the progress and the observers see it
-// so), counts, bytes, busy and stall times add up, and the op figures add
-// up by op id (the launches' programs share op ids). An error names the
-// launch it stopped.
+// so), counts, bytes, busy and stall times add up (the host time too:
+// the simulations', not Next's), and the op figures add up by op id (the
+// launches' programs share op ids). An error names the launch it stopped.
 func RunLaunches(cfg *configs.RunConfig, l Launches, opts Options) (*Result, error) {
 	if l.N < 1 || l.First == nil || (l.N > 1 && l.Next == nil) {
 		return nil, fmt.Errorf("internal error: %d launches, first %v", l.N, l.First != nil)
 	}
-	hostStart := time.Now()
 	var total *Result
 	var off clock.Time
 	var done int64
@@ -71,7 +69,6 @@ func RunLaunches(cfg *configs.RunConfig, l Launches, opts Options) (*Result, err
 		off = total.SimTime
 		done = total.Instructions
 	}
-	total.HostTime = time.Since(hostStart)
 	return total, nil
 }
 
@@ -136,6 +133,7 @@ func (r *Result) add(o *Result, off clock.Time) {
 	r.LaunchTimes = append(r.LaunchTimes, o.SimTime)
 	r.Instructions += o.Instructions
 	r.Events += o.Events
+	r.HostTime += o.HostTime
 	r.dmaTime += o.dmaTime
 	r.dmaWithCompute += o.dmaWithCompute
 	r.DMAComputeOverlapPct = 0

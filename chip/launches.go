@@ -39,6 +39,13 @@ func RunLaunches(cfg *configs.RunConfig, l Launches, opts Options) (*Result, err
 	if l.N < 1 || l.First == nil || (l.N > 1 && l.Next == nil) {
 		return nil, fmt.Errorf("internal error: %d launches, first %v", l.N, l.First != nil)
 	}
+	if opts.Progress != nil && opts.ProgressEvery > 0 && l.N > 1 {
+		// One count over all the launches (each may be shorter than
+		// ProgressEvery), its times shifted as every observer's.
+		po := &engines.ProgressObserver{Every: opts.ProgressEvery, Report: opts.Progress}
+		opts.Observers = append(opts.Observers[:len(opts.Observers):len(opts.Observers)], po)
+		opts.Progress = nil
+	}
 	var total *Result
 	var off clock.Time
 	var done int64

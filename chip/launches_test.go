@@ -102,3 +102,21 @@ func TestLaunchErrorNamesTheLaunch(t *testing.T) {
 	require.ErrorAs(t, err, &de)
 	assert.Contains(t, err.Error(), "launch 3 of 3: deadlock")
 }
+
+// Progress counts over all the launches, each shorter than its interval,
+// with the simulated time running on.
+func TestLaunchProgressCountsAcrossLaunches(t *testing.T) {
+	cfg := loadPreset(t, "trn2")
+	prog, err := asm.Parse(launchSrc, "test.asm", asm.Options{PSUMBankBytes: cfg.Hardware.Limits().PSUMBankBytes()})
+	require.NoError(t, err)
+	var counts []int64
+	var times []clock.Time
+	opts := Options{ProgressEvery: 5, Progress: func(n int64, now clock.Time) { counts = append(counts, n); times = append(times, now) }}
+	res, err := RunLaunches(cfg, Launches{N: 3, First: prog, Next: func(int) (*isa.Program, error) { return prog, nil }}, opts)
+	require.NoError(t, err)
+	require.EqualValues(t, 12, res.Instructions)
+	assert.Equal(t, []int64{5, 10}, counts)
+	require.Len(t, times, 2)
+	assert.GreaterOrEqual(t, times[0], res.LaunchTimes[0], "the fifth instruction is the second launch's")
+	assert.Greater(t, times[1], res.LaunchTimes[0]+res.LaunchTimes[1], "the tenth the third's")
+}

@@ -450,9 +450,9 @@ func (d *Subsystem) Submit(in *isa.Instruction, trigger clock.Time, vc memory.VC
 // operands given (isa.Decoded.Spans), as the sequencers have them.
 func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger clock.Time, vc memory.VClock) error {
 	q := in.Attrs.Queue
-	agent := d.cfg.AgentBase + int(q)
 	qvc := d.queueVC[q]
 	if d.env.Race != nil {
+		agent := d.env.Clocks.Entry(d.cfg.AgentBase + int(q))
 		// Happens-before is tracked only for the race detector.
 		d.env.Clocks.Join(qvc, vc)
 		d.env.Clocks.Tick(qvc, agent)

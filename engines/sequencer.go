@@ -21,6 +21,8 @@ type Sequencer struct {
 	clk    clock.EdgeMemo
 	stream isa.Stream
 	agent  int
+	// centry is the engine's entry in the vector clocks (-1: none yet).
+	centry int
 	name   string // agent name for race reports
 	// vc is the engine's vector clock, kept only for the race detector
 	// (nil without one).
@@ -84,6 +86,7 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		clk:           clock.NewEdgeMemo(c.Cfg.Clocks[e]),
 		stream:        st,
 		agent:         c.Cfg.AgentBase + int(e),
+		centry:        -1,
 		name:          c.agentName(e),
 		waitStart:     -1,
 		pendingT:      clock.Never,
@@ -112,6 +115,14 @@ var seqNames = [...]string{"TensorEngine", "VectorEngine", "ScalarEngine", "GpSi
 
 // Engine returns which engine this is.
 func (s *Sequencer) Engine() isa.Engine { return s.eng }
+
+// clockEntry is the engine's entry in the vector clocks (memory.Clocks.Entry).
+func (s *Sequencer) clockEntry() int {
+	if s.centry < 0 {
+		s.centry = s.core.Sim.Clocks.Entry(s.agent)
+	}
+	return s.centry
+}
 
 // HasStream reports whether the engine has an instruction stream.
 func (s *Sequencer) HasStream() bool { return s.stream != nil }
@@ -294,7 +305,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 		if in.Op == isa.OpBarrier {
 			c.Board.JoinVC(s.vc, in.Attrs.BarrierSem, in.Attrs.Target, t)
 		}
-		clocks.Tick(s.vc, s.agent)
+		clocks.Tick(s.vc, s.clockEntry())
 	}
 
 	// Cost.
@@ -359,7 +370,7 @@ func (s *Sequencer) tryIssue(now clock.Time) (clock.Time, bool) {
 
 	// Data races against every other agent.
 	if c.Race != nil && !isDMA {
-		if err := c.Race.CheckSpans(in, s.curDec.Spans(), s.agent, s.name, s.vc, c.Sim.Describe); err != nil {
+		if err := c.Race.CheckSpans(in, s.curDec.Spans(), s.clockEntry(), s.name, s.vc, c.Sim.Describe); err != nil {
 			c.Sim.Fail(err)
 			return 0, false
 		}

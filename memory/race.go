@@ -33,9 +33,35 @@ func (v VClock) Join(o VClock) {
 // queues joins a short prefix). A nil *Clocks joins whole clocks.
 type Clocks struct {
 	hi int
+	// entry[a]-1 is agent a's entry in every clock (0: none yet), handed
+	// out in the order the agents first ask (Entry): the agents that ran
+	// are then a prefix of the clocks however the simulation numbers them
+	// (many cores, each with many DMA queues of which it uses a few).
+	entry []int32
+	next  int32
 }
 
-// Tick counts one more instruction of agent in its clock v.
+// Entry returns agent a's entry in the clocks, the next free one the
+// first time a asks. Every use of an agent's clock entry (Tick, the race
+// detector's records) goes through it; a nil *Clocks keeps a's own.
+func (c *Clocks) Entry(a int) int {
+	if c == nil {
+		return a
+	}
+	if a >= len(c.entry) {
+		c.entry = append(c.entry, make([]int32, a+1-len(c.entry))...)
+	}
+	if e := c.entry[a]; e > 0 {
+		return int(e - 1)
+	}
+	e := c.next
+	c.next++
+	c.entry[a] = e + 1
+	return int(e)
+}
+
+// Tick counts one more instruction of agent in its clock v (agent is an
+// entry: Entry).
 func (c *Clocks) Tick(v VClock, agent int) {
 	v[agent]++
 	if c != nil && agent >= c.hi {

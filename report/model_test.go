@@ -150,6 +150,45 @@ func TestDecodeStepsMatchMeanStep(t *testing.T) {
 	assert.Contains(t, out.String(), "all 6 decode steps")
 }
 
+// Every decode step simulated holds together across the families and
+// presets: GPT-2's learned positions on trn1, Mistral's sliding window
+// crossed by the steps (the cache read stops growing), Mixtral's experts
+// on trn3 and Qwen2 on inf2. The mean step is within the steps' range and
+// within 1% of the step at the mean cache length, the steps take at least
+// their least HBM bytes at an HBM stack's bandwidth, and no figure passes
+// 100%.
+func TestDecodeStepsAcrossTheMatrix(t *testing.T) {
+	for _, tc := range []struct{ name, hw, model string }{
+		{"gpt2 trn1", "{preset: trn1}", "name: gpt2, context: 300, tokens: 3"},
+		{"mistral-7b window crossed", "{preset: trn2}", "name: mistral-7b, context: 4094, tokens: 4"},
+		{"mixtral-8x7b trn3", "{preset: trn3}", "name: mixtral-8x7b, context: 200, tokens: 3"},
+		{"qwen2-7b inf2, batch 2", "{preset: inf2}", "name: qwen2-7b, context: 129, tokens: 3, batch: 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := func(exact bool) string {
+				return fmt.Sprintf("hardware: %s\nworkload:\n  kind: model\n  model: {%s, mode: decode, layers: 1, exact: %v, gpus: []}\n", tc.hw, tc.model, exact)
+			}
+			cfg, all, res := simulateModel(t, text(true))
+			_, mean, _ := simulateModel(t, text(false))
+			m := all.Model
+			require.EqualValues(t, cfg.Workload.Model.Tokens, m.Steps)
+			require.Len(t, res.LaunchTimes, int(m.Steps))
+			lo, hi := slices.Min(res.LaunchTimes).Seconds(), slices.Max(res.LaunchTimes).Seconds()
+			step := m.TPOTS - m.RuntimeOverheadS
+			assert.True(t, lo <= step*(1+1e-12) && step <= hi*(1+1e-12), "the mean %g s within %g to %g", step, lo, hi)
+			assert.InEpsilon(t, mean.Model.TPOTS, m.TPOTS, 0.01)
+			// (A core reaches at most its HBM stack's bandwidth.)
+			bw := cfg.Hardware.Chip.HBM.BandwidthGBps * 1e9 / float64(max(cfg.Hardware.Chip.HBM.Stacks, 1))
+			assert.GreaterOrEqual(t, all.SimulatedTimeS, float64(all.Model.MinHBMBytes)/bw, "at least the least bytes at a stack's bandwidth")
+			for name, v := range map[string]float64{"mfu": m.MFUPct, "mbu": m.MBUPct, "hfu": all.PeakPct} {
+				assert.Greater(t, v, 0.0, name)
+				assert.LessOrEqual(t, v, 100.0, name)
+			}
+			assert.GreaterOrEqual(t, m.HBMOverMin, 0.99)
+		})
+	}
+}
+
 // Replica reuse simulates one copy of a plan whose copies share no
 // hardware, and gives every model figure of the exact run (all copies
 // simulated) within 1%, with fewer instructions: copies of TP2 on their

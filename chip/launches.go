@@ -194,12 +194,7 @@ func (c *ChipResult) core(id int32) *CoreResult {
 func (c *CoreResult) add(o *CoreResult, off clock.Time) {
 	for e := range c.Engines {
 		ce, oe := &c.Engines[e], &o.Engines[e]
-		if oe.Instructions > 0 {
-			if ce.Instructions == 0 {
-				ce.FirstStart = oe.FirstStart + off
-			}
-			ce.LastEnd = oe.LastEnd + off
-		}
+		extend(&ce.FirstStart, &ce.LastEnd, ce.Instructions > 0, oe.Instructions > 0, oe.FirstStart, oe.LastEnd, off)
 		ce.Instructions += oe.Instructions
 		ce.Busy += oe.Busy
 		for i := range ce.Stall {
@@ -232,16 +227,24 @@ func (c *CoreResult) add(o *CoreResult, off clock.Time) {
 	}
 	for i := range od.Engines {
 		de, oe := &d.Engines[i], od.Engines[i]
-		if oe.Shares > 0 {
-			if de.Shares == 0 {
-				de.FirstByte = oe.FirstByte + off
-			}
-			de.LastByte = oe.LastByte + off
-		}
+		extend(&de.FirstByte, &de.LastByte, de.Shares > 0, oe.Shares > 0, oe.FirstByte, oe.LastByte, off)
 		de.Shares += oe.Shares
 		de.Bytes += oe.Bytes
 		de.Active += oe.Active
 	}
+}
+
+// extend moves the bounds first and last of what ran before (had: some
+// did) over a launch's, oFirst and oLast from its start at off (has: some
+// ran in it).
+func extend(first, last *clock.Time, had, has bool, oFirst, oLast, off clock.Time) {
+	if !has {
+		return
+	}
+	if !had {
+		*first = oFirst + off
+	}
+	*last = oLast + off
 }
 
 // addOps folds the ops of a launch that started at off into ops, by id.

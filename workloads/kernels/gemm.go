@@ -462,6 +462,39 @@ func (p *GEMMPlan) dmaBytes() int64 {
 // PlanGEMM resolves the lowering options, choosing the ones left at zero:
 // the largest blocks that fit SBUF while moving the fewest bytes from HBM.
 func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
+	if tg.Memo == nil {
+		return planGEMM(g, o, tg)
+	}
+	// The same GEMM with the same options on the same target (a model's
+	// Linear in every layer, and in every decode step) is planned once:
+	// the plan is its op id's alone.
+	k := gemmKey{g: g, o: o, target: tg.Key()}
+	k.o.OpID = 0
+	r := tg.Memo.Get(k, func() any {
+		p, err := planGEMM(g, k.o, tg)
+		return gemmResult{p, err}
+	}).(gemmResult)
+	if r.err != nil {
+		return nil, r.err
+	}
+	p := *r.p
+	p.opID = o.OpID
+	return &p, nil
+}
+
+// gemmKey is what a GEMM plan is made from, but its op id.
+type gemmKey struct {
+	g      GEMM
+	o      GEMMOptions
+	target sched.TargetKey
+}
+
+type gemmResult struct {
+	p   *GEMMPlan
+	err error
+}
+
+func planGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	lim := tg.Limits
 	if err := checkDequant(g); err != nil {
 		return nil, err

@@ -57,6 +57,9 @@ type EngineResult struct {
 	// MatmulFLOPs splits FLOPs by matmul class (engines.ClassOf).
 	MatmulFLOPs [engines.NumMatmulClasses]float64
 	OpCounts    [isa.NumOpcodes]int64
+	// Idle is the time the engine had no instruction left: after its last
+	// one ended (all the time, with none), summed over launches.
+	Idle clock.Time
 }
 
 // CoreResult are one core's statistics.
@@ -100,6 +103,9 @@ type Result struct {
 	// dmaTime is the DMA-active time and dmaWithCompute the part of it a
 	// compute engine was busy (DMAComputeOverlapPct's terms).
 	dmaTime, dmaWithCompute clock.Time
+	// allLinks is every link of the fabric, in link order, used or not
+	// (folding launches keeps the order).
+	allLinks []noc.LinkStats
 	// LaunchTimes are the simulated times of the launches, in order
 	// (RunLaunches; one for Run).
 	LaunchTimes []clock.Time
@@ -183,14 +189,22 @@ func Run(cfg *configs.RunConfig, prog *isa.Program, opts Options) (*Result, erro
 	res.Ops = s.perOp.Ops(res.SimTime)
 	s.act.addCollectives(res.Ops)
 	res.CommTime, res.ExposedCommTime = s.act.comm()
-	for _, l := range s.fabric.Stats() {
-		if l.Bytes > 0 {
-			res.Links = append(res.Links, l)
-		}
-	}
+	res.allLinks = s.fabric.Stats()
+	res.Links = usedLinks(res.allLinks)
 	res.LaunchTimes = []clock.Time{res.SimTime}
 	res.HostTime = time.Since(hostStart)
 	return res, nil
+}
+
+// usedLinks returns the links that carried data, in link order.
+func usedLinks(all []noc.LinkStats) []noc.LinkStats {
+	var out []noc.LinkStats
+	for _, l := range all {
+		if l.Bytes > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // dmaFanOut hands every DMA share to several tracers.
@@ -301,6 +315,15 @@ func (s *system) collect() *Result {
 		ch := chips[c]
 		ch.HBMReadBytes = s.hbm[c].ReadBytes
 		ch.HBMWriteBytes = s.hbm[c].WriteBytes
+		for i := range ch.Cores {
+			for e := range ch.Cores[i].Engines {
+				er := &ch.Cores[i].Engines[e]
+				er.Idle = res.SimTime
+				if er.Instructions > 0 {
+					er.Idle -= min(er.LastEnd, res.SimTime)
+				}
+			}
+		}
 		res.Chips = append(res.Chips, *ch)
 	}
 	return res

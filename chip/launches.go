@@ -154,11 +154,19 @@ func (r *Result) add(o *Result, off clock.Time) {
 		rc.HBMReadBytes += oc.HBMReadBytes
 		rc.HBMWriteBytes += oc.HBMWriteBytes
 		for _, core := range oc.Cores {
-			rc.core(core.Core).add(&core, off)
+			c, created := rc.core(core.Core)
+			if created {
+				// (Idle in every launch before: it ran nothing.)
+				for e := range c.Engines {
+					c.Engines[e].Idle = off
+				}
+			}
+			c.add(&core, off)
 		}
 	}
 	r.Ops = addOps(r.Ops, o.Ops, off)
-	r.Links = addLinks(r.Links, o.Links)
+	r.allLinks = addLinks(r.allLinks, o.allLinks)
+	r.Links = usedLinks(r.allLinks)
 }
 
 // chip returns r's chip id, added in order if it has none.
@@ -174,8 +182,9 @@ func (r *Result) chip(id int32) *ChipResult {
 	return &r.Chips[i]
 }
 
-// core returns the chip's core id, added in order if it has none.
-func (c *ChipResult) core(id int32) *CoreResult {
+// core returns the chip's core id, added in order if it has none
+// (created).
+func (c *ChipResult) core(id int32) (core *CoreResult, created bool) {
 	i := 0
 	for ; i < len(c.Cores) && c.Cores[i].Core < id; i++ {
 	}
@@ -186,8 +195,9 @@ func (c *ChipResult) core(id int32) *CoreResult {
 		for e := range c.Cores[i].Engines {
 			c.Cores[i].Engines[e].Engine = isa.Engine(e)
 		}
+		created = true
 	}
-	return &c.Cores[i]
+	return &c.Cores[i], created
 }
 
 // add folds o, a launch's figures of the core that started at off, into c.
@@ -197,6 +207,7 @@ func (c *CoreResult) add(o *CoreResult, off clock.Time) {
 		extend(&ce.FirstStart, &ce.LastEnd, ce.Instructions > 0, oe.Instructions > 0, oe.FirstStart, oe.LastEnd, off)
 		ce.Instructions += oe.Instructions
 		ce.Busy += oe.Busy
+		ce.Idle += oe.Idle
 		for i := range ce.Stall {
 			ce.Stall[i] += oe.Stall[i]
 		}
@@ -288,22 +299,13 @@ func addOps(ops, more []opstats.Op, off clock.Time) []opstats.Op {
 	return ops
 }
 
-// addLinks folds a launch's link figures into links, by link.
+// addLinks folds a launch's link figures into links: every launch runs
+// on one config's fabric, so the lists are its links in the same order.
 func addLinks(links, more []noc.LinkStats) []noc.LinkStats {
-	for _, m := range more {
-		found := false
-		for i := range links {
-			if links[i].Name == m.Name {
-				links[i].Bytes += m.Bytes
-				links[i].Shares += m.Shares
-				links[i].Busy += m.Busy
-				found = true
-				break
-			}
-		}
-		if !found {
-			links = append(links, m)
-		}
+	for i := range min(len(links), len(more)) {
+		links[i].Bytes += more[i].Bytes
+		links[i].Shares += more[i].Shares
+		links[i].Busy += more[i].Busy
 	}
 	return links
 }

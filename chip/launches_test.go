@@ -53,6 +53,7 @@ func TestLaunchesRunBackToBackAndAddUp(t *testing.T) {
 		e1, en := c1.Engines[e], cn.Engines[e]
 		assert.Equal(t, n*e1.Instructions, en.Instructions, isa.Engine(e).String())
 		assert.Equal(t, n*e1.Busy, en.Busy, isa.Engine(e).String())
+		assert.Equal(t, n*e1.Idle, en.Idle, "%s: idle after each launch's last instruction", isa.Engine(e))
 		if e1.Instructions > 0 {
 			assert.Equal(t, e1.FirstStart, en.FirstStart)
 			assert.Equal(t, (n-1)*one.SimTime+e1.LastEnd, en.LastEnd)

@@ -27,10 +27,12 @@ func (v VClock) Join(o VClock) {
 }
 
 // Clocks is shared by everything that keeps vector clocks in one
-// simulation. It knows how many agents have ticked: the entries of agents
-// that never ran are zero in every clock, and joins skip them (a core's
-// agents are its engines, then its DMA queues, so a program that uses a few
-// queues joins a short prefix). A nil *Clocks joins whole clocks.
+// simulation. It hands out the agents' entries in the order they first run
+// (Entry) and knows how many have ticked: the entries of agents that never
+// ran are then a suffix, zero in every clock, and joins skip it (a run
+// over many cores, each with many DMA queues of which it uses a few, joins
+// only the agents that ran). A nil *Clocks keeps the agents' own numbers
+// and joins whole clocks.
 type Clocks struct {
 	hi int
 	// entry[a]-1 is agent a's entry in every clock (0: none yet), handed

@@ -144,6 +144,23 @@ func TestDecodeStepsMatchMeanStep(t *testing.T) {
 	m, a := mean.GPU[0].TrainiumLoses[0], all.GPU[0].TrainiumLoses[0]
 	assert.Equal(t, m.Name, a.Name)
 	assert.InEpsilon(t, m.TrainiumS, a.TrainiumS, 0.01, "one step's time on both sides")
+	// The engines' shares of the run (idle after each step's last
+	// instruction too) and the roofline's points (one pass's FLOPs in one
+	// step's time) are the mean step's.
+	ms, as := mean.Shares(), all.Shares()
+	require.Len(t, as, len(ms))
+	for i := range ms {
+		assert.InDelta(t, ms[i].IdlePct, as[i].IdlePct, 2, ms[i].Engine)
+		assert.InDelta(t, ms[i].UnaccountedPct, as[i].UnaccountedPct, 2, ms[i].Engine)
+		assert.InDelta(t, ms[i].BusyPct, as[i].BusyPct, 2, ms[i].Engine)
+	}
+	require.NotEmpty(t, mean.Roofline)
+	require.Equal(t, len(mean.Roofline[0].Points), len(all.Roofline[0].Points))
+	for i, p := range mean.Roofline[0].Points {
+		q := all.Roofline[0].Points[i]
+		assert.Equal(t, p.Name, q.Name)
+		assert.InEpsilon(t, p.FLOPS, q.FLOPS, 0.02, p.Name)
+	}
 	var out bytes.Buffer
 	all.WriteSummary(&out)
 	assert.Contains(t, out.String(), fmt.Sprintf("%d tokens, every step simulated (cache lengths 1000 to %d)", steps, 1000+steps-1))

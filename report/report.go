@@ -441,9 +441,9 @@ func Build(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, versi
 				// (or all the time, for an engine with none). Waiting for a
 				// semaphore with instructions left, even before the first
 				// one, is a stall.
-				idle := res.SimTime
-				if e.Instructions > 0 {
-					idle = res.SimTime - min(e.LastEnd, res.SimTime)
+				idle := e.Idle
+				if idle < 0 || idle > res.SimTime {
+					return nil, fmt.Errorf("internal error: %s %s idle %s, outside the simulated time %s", where, e.Engine, idle, res.SimTime)
 				}
 				er := EngineReport{Instructions: e.Instructions, BusyS: e.Busy.Seconds(), BusyPct: pct(e.Busy.Seconds(), sim),
 					IdleS: idle.Seconds(), IdlePct: pct(idle.Seconds(), sim), StallS: map[string]float64{}}

@@ -39,15 +39,16 @@ func oneCore(cfg *configs.RunConfig) *chip.Result {
 		DMA: dma.Stats{Engines: make([]dma.EngineStats, 16)}}
 	for e := range c.Engines {
 		c.Engines[e].Engine = isa.Engine(e)
+		c.Engines[e].Idle = 10 * us // (no instructions: idle all the time)
 	}
 	tensor := &c.Engines[isa.EngineTensor]
-	tensor.Instructions, tensor.Busy, tensor.LastEnd = 100, 8*us, 9*us
+	tensor.Instructions, tensor.Busy, tensor.LastEnd, tensor.Idle = 100, 8*us, 9*us, 1*us
 	tensor.Stall[engines.StallSemaphore] = 1 * us
 	flops := 0.75 * base * (10 * us).Seconds()
 	tensor.FLOPs = flops
 	tensor.MatmulFLOPs[engines.ClassOf(isa.BF16, 0)] = flops
 	vector := &c.Engines[isa.EngineVector]
-	vector.Instructions, vector.Busy, vector.LastEnd = 10, 2*us, 10*us
+	vector.Instructions, vector.Busy, vector.LastEnd, vector.Idle = 10, 2*us, 10*us, 0
 	vector.Stall[engines.StallSemaphore] = 7 * us
 	for i := range c.DMA.Engines {
 		c.DMA.Engines[i].Active = 5 * us

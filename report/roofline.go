@@ -90,7 +90,9 @@ func buildRoofline(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
 			w := opWork{name: o.Name, kind: o.Kind, time: o.TimeS}
 			switch g := graphOps[o.Name]; {
 			case g != nil:
-				w.flops, w.bytes = float64(g.FLOPs()), float64(g.MinHBMBytes())
+				// (The graph's op is one pass's; the op's time may be all
+				// the decode steps'.)
+				w.flops, w.bytes, w.time = float64(g.FLOPs()), float64(g.MinHBMBytes()), o.TimeS/r.opSteps()
 			case len(r.Ops) == 1 && info.FLOPs > 0 && info.MinHBMBytes > 0:
 				w.flops, w.bytes = info.FLOPs, float64(info.MinHBMBytes)
 			default:

@@ -334,8 +334,15 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			if err != nil {
 				return nil, err
 			}
+			// The launches' figures add up by op id: every step's ops are
+			// the first's.
 			if len(r.Ops) != len(res.Ops) {
 				return nil, fmt.Errorf("internal error: decode step %d lowers to %d ops, the first to %d", i, len(r.Ops), len(res.Ops))
+			}
+			for j, o := range r.Ops {
+				if f := res.Ops[j]; o.ID != f.ID || o.Name != f.Name {
+					return nil, fmt.Errorf("internal error: decode step %d's op %d is %s, the first step's %d %s", i, o.ID, o.Name, f.ID, f.Name)
+				}
 			}
 			return p.Program, nil
 		}

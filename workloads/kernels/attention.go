@@ -102,6 +102,7 @@ func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 	if r.err != nil {
 		return nil, r.err
 	}
+	// (A shallow copy: the plan's auto map is written only while planning.)
 	p := *r.p
 	p.opID = o.OpID
 	return &p, nil

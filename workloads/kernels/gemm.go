@@ -477,6 +477,7 @@ func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	// (A shallow copy: the plan's auto map is written only while planning.)
 	p := *r.p
 	p.opID = o.OpID
 	return &p, nil

@@ -34,3 +34,16 @@ func progressLine(n, total int64, now clock.Time, elapsed time.Duration) string 
 	}
 	return line + "\n"
 }
+
+// launchProgressLine is progressLine for a run of several launches (an
+// exact decode's steps): the step running (launch, from 1, of launches)
+// and, once one has finished, the time left at the steps' rate so far.
+func launchProgressLine(n int64, now clock.Time, elapsed time.Duration, launch, launches int) string {
+	rate := float64(n) / elapsed.Seconds()
+	line := fmt.Sprintf("trnsim: simulated %s, step %d of %d, %d instructions (%.2f M/s)", now, launch, launches, n, rate/1e6)
+	if done := launch - 1; done > 0 && launch <= launches {
+		left := time.Duration(float64(elapsed) * float64(launches-done) / float64(done))
+		line += fmt.Sprintf(", about %s left", left.Round(time.Second))
+	}
+	return line + "\n"
+}

@@ -32,6 +32,14 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
+func TestLaunchProgressLine(t *testing.T) {
+	ms := clock.FromNanoseconds(1e6)
+	assert.Equal(t, "trnsim: simulated 8.000 ms, step 1 of 128, 60000 instructions (0.03 M/s)\n",
+		launchProgressLine(60_000, 8*ms, 2*time.Second, 1, 128), "no step finished: no time left yet")
+	assert.Equal(t, "trnsim: simulated 80.000 ms, step 9 of 128, 500000 instructions (0.25 M/s), about 30s left\n",
+		launchProgressLine(500_000, 80*ms, 2*time.Second, 9, 128), "8 steps in 2 s: 120 more in 30 s")
+}
+
 func TestKnownInstructions(t *testing.T) {
 	src := func(count int64) isa.StreamSource { return isa.StreamSource{Count: count} }
 	assert.Equal(t, int64(7), knownInstructions(&isa.Program{Streams: []isa.StreamSource{src(3), src(4)}}))

@@ -218,17 +218,19 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 			chipOpts.Tracer = timeline
 		}
 	}
+	launch := 0 // the launch running (chip.Launches.OnLaunch)
 	if opts.Progress != nil {
 		start := time.Now()
 		last := start
 		total := knownInstructions(prog)
-		if total > 0 {
-			total *= int64(max(info.Launches, 1)) // about: the launches differ
-		}
 		chipOpts.ProgressEvery = 1 << 16
 		chipOpts.Progress = func(n int64, now clock.Time) {
 			if t := time.Now(); t.Sub(last) >= 2*time.Second {
 				last = t
+				if info.Launches > 1 {
+					fmt.Fprint(opts.Progress, launchProgressLine(n, now, t.Sub(start), launch+1, info.Launches))
+					return
+				}
 				fmt.Fprint(opts.Progress, progressLine(n, total, now, t.Sub(start)))
 			}
 		}
@@ -243,10 +245,13 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 			return fail(err)
 		}
 	}
-	launches := chip.Launches{N: max(info.Launches, 1), First: prog, Next: info.Launch}
-	if tw != nil {
-		launches.OnLaunch = func(_ int, p *isa.Program) { tw.SetProgram(p) }
-	}
+	launches := chip.Launches{N: max(info.Launches, 1), First: prog, Next: info.Launch,
+		OnLaunch: func(i int, p *isa.Program) {
+			launch = i
+			if tw != nil {
+				tw.SetProgram(p)
+			}
+		}}
 	res, err := chip.RunLaunches(cfg, launches, chipOpts)
 	if err != nil {
 		// An op of a kernel file that the scheduler rejects while making

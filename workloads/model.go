@@ -216,6 +216,20 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	if m.Layers > c.Layers {
 		return nil, nil, cfg.FieldError("workload.model.layers", "%d is more than the model's %d layers", m.Layers, c.Layers)
 	}
+	if n := m.Context + max(m.Tokens, 1); m.Mode == "decode" && c.MaxPositions > 0 && n > c.MaxPositions {
+		// (The last step's cache holds context + tokens - 1 positions, and
+		// it adds one.)
+		field := "workload.model.tokens"
+		if m.Context >= c.MaxPositions {
+			field = "workload.model.context"
+		}
+		toks := fmt.Sprintf("%d tokens", max(m.Tokens, 1))
+		if m.Tokens <= 1 {
+			toks = "1 token"
+		}
+		return nil, nil, cfg.FieldError(field, "context %d + %s = %d positions, more than %s's max_position_embeddings %d",
+			m.Context, toks, n, c.Name, c.MaxPositions)
+	}
 	pass := modelPass(m)
 	pl := modelPlan(cfg)
 	if _, err := c.Shard(int64(pl.shard)); err != nil {

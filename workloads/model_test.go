@@ -75,12 +75,16 @@ func TestModelFitsOneCore(t *testing.T) {
 	assert.Contains(t, info.Notes, "warning: the whole model does not fit one NeuronCore's HBM (15.0 GiB against 12.0 GiB)")
 }
 
-// Errors name the field: a zoo name that is not there, more positions or
-// layers than the model has.
+// Errors name the field: a zoo name that is not there, more positions
+// (a prompt, or a decode's context and tokens) or layers than the model
+// has.
 func TestModelErrors(t *testing.T) {
 	for _, tc := range []struct{ model, pass, want string }{
 		{"llama-9", "mode: prefill, seq: 8", `workload.model.name: unknown model "llama-9"`},
 		{"gpt2", "mode: prefill, seq: 2000", "2000 positions (0 past + 2000 new) are more than max_position_embeddings 1024"},
+		// A decode's last step, not its mean one, must fit the positions.
+		{"gpt2", "mode: decode, context: 1000, tokens: 100", "workload.model.tokens: context 1000 + 100 tokens = 1100 positions, more than gpt2's max_position_embeddings 1024"},
+		{"gpt2", "mode: decode, context: 1024", "workload.model.context: context 1024 + 1 token = 1025 positions, more than gpt2's max_position_embeddings 1024"},
 	} {
 		_, _, err := Lower(modelConfig(t, "trn2", tc.model, tc.pass, 1))
 		require.Error(t, err, tc.model)

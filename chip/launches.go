@@ -149,6 +149,7 @@ func (r *Result) add(o *Result, off clock.Time) {
 	}
 	r.CommTime += o.CommTime
 	r.ExposedCommTime += o.ExposedCommTime
+	ran := map[[2]int32]bool{}
 	for _, oc := range o.Chips {
 		rc := r.chip(oc.Chip)
 		rc.HBMReadBytes += oc.HBMReadBytes
@@ -162,6 +163,17 @@ func (r *Result) add(o *Result, off clock.Time) {
 				}
 			}
 			c.add(&core, off)
+			ran[[2]int32{oc.Chip, core.Core}] = true
+		}
+	}
+	// A core this launch did not run was idle all of it.
+	for i := range r.Chips {
+		for j := range r.Chips[i].Cores {
+			if c := &r.Chips[i].Cores[j]; !ran[[2]int32{r.Chips[i].Chip, c.Core}] {
+				for e := range c.Engines {
+					c.Engines[e].Idle += o.SimTime
+				}
+			}
 		}
 	}
 	r.Ops = addOps(r.Ops, o.Ops, off)

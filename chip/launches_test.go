@@ -121,3 +121,47 @@ func TestLaunchProgressCountsAcrossLaunches(t *testing.T) {
 	assert.GreaterOrEqual(t, times[0], res.LaunchTimes[0], "the fifth instruction is the second launch's")
 	assert.Greater(t, times[1], res.LaunchTimes[0]+res.LaunchTimes[1], "the tenth the third's")
 }
+
+// A core that a later launch does not run is idle all of it; one that
+// only a later launch runs was idle all of the launches before.
+func TestLaunchIdleOfCoresALaunchDoesNotRun(t *testing.T) {
+	cfg := loadPreset(t, "trn2")
+	opts := asm.Options{PSUMBankBytes: cfg.Hardware.Limits().PSUMBankBytes()}
+	two, err := asm.Parse(".version 1\n.buffer a sbuf fp32 [128, 512]\nvector memset a\n.core 0 1\n.buffer b sbuf fp32 [128, 64]\nvector memset b\n", "two.asm", opts)
+	require.NoError(t, err)
+	one, err := asm.Parse(".version 1\n.buffer a sbuf fp32 [128, 512]\nvector memset a\nvector memset a\n", "one.asm", opts)
+	require.NoError(t, err)
+	rTwo, err := Run(cfg, two, Options{})
+	require.NoError(t, err)
+	rOne, err := Run(cfg, one, Options{})
+	require.NoError(t, err)
+	idleOf := func(r *Result, core int32) clock.Time {
+		for _, c := range r.Chips[0].Cores {
+			if c.Core == core {
+				return c.Engines[isa.EngineVector].Idle
+			}
+		}
+		t.Fatalf("no core %d", core)
+		return 0
+	}
+	for _, tc := range []struct {
+		name        string
+		first, then *isa.Program
+		want1       clock.Time
+	}{
+		{"core 1 only first", two, one, idleOf(rTwo, 1) + rOne.SimTime},
+		{"core 1 only then", one, two, rOne.SimTime + idleOf(rTwo, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := RunLaunches(cfg, Launches{N: 2, First: tc.first, Next: func(int) (*isa.Program, error) { return tc.then, nil }}, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want1, idleOf(res, 1))
+			assert.Equal(t, idleOf(rTwo, 0)+idleOf(rOne, 0), idleOf(res, 0))
+			for _, c := range res.Chips[0].Cores {
+				for _, e := range c.Engines {
+					assert.LessOrEqual(t, e.Idle, res.SimTime, "core %d %s", c.Core, e.Engine)
+				}
+			}
+		})
+	}
+}

@@ -141,7 +141,9 @@ type EngineReport struct {
 	BusyS   float64 `json:"busy_s"`
 	BusyPct float64 `json:"busy_pct"`
 	// IdleS is the time the engine had no instruction left: after its last
-	// instruction completed, or the whole run for an engine without any.
+	// instruction completed, or the whole run for an engine without any
+	// (over a decode's steps simulated one after another, after each
+	// step's last, added up).
 	IdleS   float64 `json:"idle_s"`
 	IdlePct float64 `json:"idle_pct"`
 	// StallS is the time the engine had an instruction it could not start,
@@ -816,7 +818,11 @@ func (r *Report) WriteSummary(w io.Writer) {
 	line("engine busy", "%s", strings.Join(busy, "  "))
 	line("", "(issuing instructions; semaphore waits are not busy, as in Neuron Explorer's active time)")
 	line("engine idle", "%s", strings.Join(idle, "  "))
-	line("", "(no instruction left: after its last one completed, or none at all)")
+	if r.Model != nil && r.Model.Steps > 1 {
+		line("", "(no instruction left: after its last one completed in each step, or none at all)")
+	} else {
+		line("", "(no instruction left: after its last one completed, or none at all)")
+	}
 	line("DMA", "%s in %d transfers, %.1f GB/s; engines active %.1f%%; DMA-compute overlap %.1f%%",
 		HumanBytes(r.DMA.Bytes), r.DMA.Transfers, r.DMA.BandwidthGBps, r.DMA.ActivePct, r.DMAComputeOverlapPc)
 	line("HBM", "read %s, written %s", HumanBytes(r.HBM.ReadBytes), HumanBytes(r.HBM.WriteBytes))

@@ -96,9 +96,12 @@ func buildRoofline(cfg *configs.RunConfig, info *workloads.Info, r *Report) {
 			case len(r.Ops) == 1 && info.FLOPs > 0 && info.MinHBMBytes > 0:
 				w.flops, w.bytes = info.FLOPs, float64(info.MinHBMBytes)
 			default:
-				w.flops, w.bytes, w.moved = o.UsefulFLOPs, float64(o.HBMBytes), true
+				// (All the decode steps' work in all their time: per step,
+				// as the graph's ops.)
+				per := r.opSteps()
+				w.flops, w.bytes, w.moved, w.time = o.UsefulFLOPs/per, float64(o.HBMBytes)/per, true, o.TimeS/per
 				if w.flops == 0 {
-					w.flops = o.FLOPs
+					w.flops = o.FLOPs / per
 				}
 			}
 			if w.kind == "" {

@@ -36,14 +36,15 @@ func progressLine(n, total int64, now clock.Time, elapsed time.Duration) string 
 }
 
 // launchProgressLine is progressLine for a run of several launches (an
-// exact decode's steps): the step running (launch, from 1, of launches)
-// and, once one has finished, the time left at the steps' rate so far.
-func launchProgressLine(n int64, now clock.Time, elapsed time.Duration, launch, launches int) string {
+// exact decode's steps): the step running (launch, from 1, of launches,
+// started when done of the elapsed time had gone) and, once one has
+// finished, the time left at the finished steps' rate.
+func launchProgressLine(n int64, now clock.Time, elapsed, done time.Duration, launch, launches int) string {
 	rate := float64(n) / elapsed.Seconds()
 	line := fmt.Sprintf("trnsim: simulated %s, step %d of %d, %d instructions (%.2f M/s)", now, launch, launches, n, rate/1e6)
-	if done := launch - 1; done > 0 && launch <= launches {
-		left := time.Duration(float64(elapsed) * float64(launches-done) / float64(done))
-		line += fmt.Sprintf(", about %s left", left.Round(time.Second))
+	if finished := launch - 1; finished > 0 && launch <= launches {
+		left := time.Duration(float64(done)*float64(launches-finished)/float64(finished)) - (elapsed - done)
+		line += fmt.Sprintf(", about %s left", max(left, 0).Round(time.Second))
 	}
 	return line + "\n"
 }

@@ -35,9 +35,11 @@ func TestProgressLine(t *testing.T) {
 func TestLaunchProgressLine(t *testing.T) {
 	ms := clock.FromNanoseconds(1e6)
 	assert.Equal(t, "trnsim: simulated 8.000 ms, step 1 of 128, 60000 instructions (0.03 M/s)\n",
-		launchProgressLine(60_000, 8*ms, 2*time.Second, 1, 128), "no step finished: no time left yet")
+		launchProgressLine(60_000, 8*ms, 2*time.Second, 0, 1, 128), "no step finished: no time left yet")
 	assert.Equal(t, "trnsim: simulated 80.000 ms, step 9 of 128, 500000 instructions (0.25 M/s), about 30s left\n",
-		launchProgressLine(500_000, 80*ms, 2*time.Second, 9, 128), "8 steps in 2 s: 120 more in 30 s")
+		launchProgressLine(500_000, 80*ms, 2*time.Second, 2*time.Second, 9, 128), "8 steps in 2 s: 120 more in 30 s")
+	assert.Equal(t, "trnsim: simulated 80.000 ms, step 9 of 128, 500000 instructions (0.17 M/s), about 29s left\n",
+		launchProgressLine(500_000, 80*ms, 3*time.Second, 2*time.Second, 9, 128), "a second into the ninth")
 }
 
 func TestKnownInstructions(t *testing.T) {

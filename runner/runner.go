@@ -218,7 +218,9 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 			chipOpts.Tracer = timeline
 		}
 	}
-	launch := 0 // the launch running (chip.Launches.OnLaunch)
+	// launch is the launch running (chip.Launches.OnLaunch) and launchAt
+	// when it started.
+	launch, launchAt := 0, time.Now()
 	if opts.Progress != nil {
 		start := time.Now()
 		last := start
@@ -228,7 +230,7 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 			if t := time.Now(); t.Sub(last) >= 2*time.Second {
 				last = t
 				if info.Launches > 1 {
-					fmt.Fprint(opts.Progress, launchProgressLine(n, now, t.Sub(start), launch+1, info.Launches))
+					fmt.Fprint(opts.Progress, launchProgressLine(n, now, t.Sub(start), launchAt.Sub(start), launch+1, info.Launches))
 					return
 				}
 				fmt.Fprint(opts.Progress, progressLine(n, total, now, t.Sub(start)))
@@ -247,7 +249,7 @@ func Run(cfg *configs.RunConfig, opts Options) (*Outcome, error) {
 	}
 	launches := chip.Launches{N: max(info.Launches, 1), First: prog, Next: info.Launch,
 		OnLaunch: func(i int, p *isa.Program) {
-			launch = i
+			launch, launchAt = i, time.Now()
 			if tw != nil {
 				tw.SetProgram(p)
 			}

@@ -233,7 +233,7 @@ func (b *SemBoard) Post(id int32, at clock.Time, add int64, vc memory.VClock, no
 		} else {
 			own = make(memory.VClock, b.agents)
 		}
-		copy(own, vc)
+		b.Clocks.Copy(own, vc) // (the entries of agents that ran: the rest are zero in both)
 	}
 	if s.head > 0 && len(s.pending) == cap(s.pending) {
 		// Reclaim the spent prefix rather than grow.

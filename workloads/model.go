@@ -360,6 +360,11 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			}
 			return p.Program, nil
 		}
+		// The longest cache is the last step's: lowered now too, so that
+		// what does not fit it is an error before the first step runs.
+		if _, err := info.Launch(int(steps - 1)); err != nil {
+			return nil, nil, err
+		}
 	}
 	if mi.Layers < mi.LayersTotal {
 		info.Notes = append(info.Notes, fmt.Sprintf("%d of the model's %d layers simulated (plus the embedding and the head); every figure is for those", mi.Layers, mi.LayersTotal))

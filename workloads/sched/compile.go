@@ -40,6 +40,8 @@ type compiled struct {
 	// program, and metas holds them by index.
 	nextID uint64
 	metas  []*bodyMeta
+	// keys holds the bodies' keys (keepKey).
+	keys []int64
 	// canon[buf] is the buffer that stands for buffer buf in body
 	// templates: the first of its tile's slot, over the ranks, at the same
 	// partitions (see cloneBody).
@@ -180,8 +182,6 @@ type bodyMeta struct {
 	// of its queue's semaphore.
 	idx  uint32
 	qsig []isa.SemSignal
-	// keyBuf holds key when it is short (most are).
-	keyBuf [16]int64
 	// tkey is the body's template key (a template's; nil otherwise),
 	// tnext the next template of its hash.
 	tkey  []int64
@@ -687,7 +687,7 @@ func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.D
 			return nil, err
 		}
 		if tkey != nil {
-			m.tkey = append([]int64(nil), tkey...)
+			m.tkey = w.c.keepKey(tkey)
 			if oi.templates == nil {
 				oi.templates = map[uint64]*bodyMeta{}
 			}
@@ -695,11 +695,7 @@ func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.D
 			oi.templates[th] = m
 		}
 	}
-	if len(key) <= len(m.keyBuf) {
-		m.key = append(m.keyBuf[:0], key...)
-	} else {
-		m.key = append([]int64(nil), key...)
-	}
+	m.key = w.c.keepKey(key)
 	if oi.bodies == nil {
 		oi.bodies = map[uint64]*bodyMeta{}
 	}
@@ -707,6 +703,21 @@ func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.D
 	oi.bodies[h] = m
 	return m, nil
 }
+
+// keepKey returns a copy of key that lives as long as the compiled
+// kernel: the bodies' keys, kept together in chunks rather than one
+// allocation (or one fixed buffer in every body) each.
+func (c *compiled) keepKey(key []int64) []int64 {
+	if cap(c.keys)-len(c.keys) < len(key) {
+		c.keys = make([]int64, 0, max(keyChunk, len(key)))
+	}
+	n := len(c.keys)
+	c.keys = append(c.keys, key...)
+	return c.keys[n:len(c.keys):len(c.keys)]
+}
+
+// keyChunk is how many key entries keepKey allocates at a time.
+const keyChunk = 8192
 
 func hashKey(k []int64) uint64 {
 	h := uint64(14695981039346656037)

@@ -769,15 +769,15 @@ const soloSlack = 2048
 // The body is what newBody would make, for less.
 func (w *walk) cloneBody(t *bodyMeta, oi *opInfo, core int) *bodyMeta {
 	w.c.nextID++
-	ba := &bodyAlloc{}
-	b := &ba.body
 	tb := t.body
+	ba := newBodyAlloc(len(tb.Ins))
+	b := ba.body
 	*b = *tb
 	chip, cr := w.c.chipCore(core)
 	b.ID, b.Chip, b.Core = w.c.nextID, chip, cr
 	ba.inst.Body = b
-	m := &ba.meta
-	*m = bodyMeta{body: b, inst: &ba.inst, sharedHBM: t.sharedHBM, idx: uint32(len(w.c.metas)),
+	m := ba.meta
+	*m = bodyMeta{body: b, inst: ba.inst, sharedHBM: t.sharedHBM, idx: uint32(len(w.c.metas)),
 		intervalNs: t.intervalNs, latencyNs: t.latencyNs, xferNs: t.xferNs}
 	w.c.metas = append(w.c.metas, m)
 	if t.qsig != nil {
@@ -851,7 +851,18 @@ func canonBuffers(lay *layout) []int32 {
 	return canon
 }
 
-// bodyAlloc holds what newBody makes for one body, allocated together.
+// bodyParts are the parts of one body that newBody and cloneBody make,
+// allocated together (bodyAlloc, or bodyAlloc1 for a body of one input or
+// none, most of them): its meta, the body, its shared Instruction, and
+// room for the usual operand and span counts.
+type bodyParts struct {
+	meta      *bodyMeta
+	body      *isa.Body
+	inst      *isa.Instruction
+	outs, ins []isa.Operand
+	spans     []isa.Span
+}
+
 type bodyAlloc struct {
 	meta  bodyMeta
 	body  isa.Body
@@ -861,14 +872,39 @@ type bodyAlloc struct {
 	spans [3]isa.Span
 }
 
+type bodyAlloc1 struct {
+	meta  bodyMeta
+	body  isa.Body
+	inst  isa.Instruction
+	outs  [1]isa.Operand
+	ins   [1]isa.Operand
+	spans [2]isa.Span
+}
+
+// newBodyAlloc allocates the parts of a body with nIns inputs.
+func newBodyAlloc(nIns int) bodyParts {
+	if nIns <= 1 {
+		a := &bodyAlloc1{}
+		return bodyParts{meta: &a.meta, body: &a.body, inst: &a.inst, outs: a.outs[:], ins: a.ins[:], spans: a.spans[:]}
+	}
+	a := &bodyAlloc{}
+	return bodyParts{meta: &a.meta, body: &a.body, inst: &a.inst, outs: a.outs[:], ins: a.ins[:], spans: a.spans[:]}
+}
+
 // newBody makes the body of the current instance.
 func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEKind, flags int64) (*bodyMeta, error) {
 	op := oi.op
 	w.c.nextID++
 	// One allocation for the body, its meta, its shared Instruction and,
 	// for the usual operand counts, the operands and spans.
-	ba := &bodyAlloc{}
-	b := &ba.body
+	nOuts := 0
+	for i := range oi.accs {
+		if oi.accs[i].write {
+			nOuts++
+		}
+	}
+	ba := newBodyAlloc(len(oi.accs) - nOuts)
+	b := ba.body
 	chip, cr := w.c.chipCore(core)
 	*b = isa.Body{ID: w.c.nextID, Op: op.Opcode, Engine: eng, Chip: chip, Core: cr, Attrs: op.Attrs, OpID: op.OpID}
 	if !op.Start.IsZero() {
@@ -882,19 +918,13 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 		b.Attrs.DGE = dge
 	}
 	ba.inst.Body = b
-	m := &ba.meta
-	*m = bodyMeta{body: b, inst: &ba.inst, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
+	m := ba.meta
+	*m = bodyMeta{body: b, inst: ba.inst, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
 	w.c.metas = append(w.c.metas, m)
 	if oi.isDMA {
 		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Chip: chip, Core: cr, ID: int32(QueueSemBase + max(q, 0))}, Add: 1}}
 	}
 	bufs := w.c.lay.buffers
-	nOuts := 0
-	for i := range oi.accs {
-		if oi.accs[i].write {
-			nOuts++
-		}
-	}
 	if nOuts <= len(ba.outs) && len(oi.accs)-nOuts <= len(ba.ins) {
 		b.Outs, b.Ins = ba.outs[:0:nOuts], ba.ins[:0:len(oi.accs)-nOuts]
 	} else {

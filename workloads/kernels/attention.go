@@ -85,27 +85,15 @@ const attnNeg = -30000.0
 
 // PlanAttention checks the problem and chooses the blocking.
 func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*AttentionPlan, error) {
-	if tg.Memo == nil {
-		return planAttention(a, o, tg)
-	}
 	// The same attention on the same target (every layer of a model) is
 	// planned once: the plan is its op id's alone.
-	type result struct {
-		p   *AttentionPlan
-		err error
-	}
 	k := attentionKey{a: a, buffers: o.Buffers, target: tg.Key()}
-	r := tg.Memo.Get(k, func() any {
-		p, err := planAttention(a, AttentionOptions{Buffers: o.Buffers}, tg)
-		return result{p, err}
-	}).(result)
-	if r.err != nil {
-		return nil, r.err
+	p, err := planOnce(tg, k, func() (*AttentionPlan, error) { return planAttention(a, AttentionOptions{Buffers: o.Buffers}, tg) })
+	if err != nil {
+		return nil, err
 	}
-	// (A shallow copy: the plan's auto map is written only while planning.)
-	p := *r.p
 	p.opID = o.OpID
-	return &p, nil
+	return p, nil
 }
 
 // attentionKey is what an attention plan is made from, but its op id.

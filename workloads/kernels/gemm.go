@@ -462,25 +462,17 @@ func (p *GEMMPlan) dmaBytes() int64 {
 // PlanGEMM resolves the lowering options, choosing the ones left at zero:
 // the largest blocks that fit SBUF while moving the fewest bytes from HBM.
 func PlanGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
-	if tg.Memo == nil {
-		return planGEMM(g, o, tg)
-	}
 	// The same GEMM with the same options on the same target (a model's
 	// Linear in every layer, and in every decode step) is planned once:
 	// the plan is its op id's alone.
 	k := gemmKey{g: g, o: o, target: tg.Key()}
 	k.o.OpID = 0
-	r := tg.Memo.Get(k, func() any {
-		p, err := planGEMM(g, k.o, tg)
-		return gemmResult{p, err}
-	}).(gemmResult)
-	if r.err != nil {
-		return nil, r.err
+	p, err := planOnce(tg, k, func() (*GEMMPlan, error) { return planGEMM(g, k.o, tg) })
+	if err != nil {
+		return nil, err
 	}
-	// (A shallow copy: the plan's auto map is written only while planning.)
-	p := *r.p
 	p.opID = o.OpID
-	return &p, nil
+	return p, nil
 }
 
 // gemmKey is what a GEMM plan is made from, but its op id.
@@ -488,11 +480,6 @@ type gemmKey struct {
 	g      GEMM
 	o      GEMMOptions
 	target sched.TargetKey
-}
-
-type gemmResult struct {
-	p   *GEMMPlan
-	err error
 }
 
 func planGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {

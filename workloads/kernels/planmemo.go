@@ -221,3 +221,28 @@ func (w *searchWork) stored(pk packedCandKey, n int) ([]estParts, bool) {
 	off := int(at & estChunkMask)
 	return w.chunks[at>>estChunkBits][off : off+n : off+n], true
 }
+
+// planOnce returns a copy of the plan the target's memo keeps for key,
+// made by plan the first time (without a memo: plan's own), for the
+// caller to give its op id. The copy is shallow: a plan's maps are
+// written only while planning.
+func planOnce[P any](tg *sched.Target, key any, plan func() (*P, error)) (*P, error) {
+	if tg.Memo == nil {
+		return plan()
+	}
+	r := tg.Memo.Get(key, func() any {
+		p, err := plan()
+		return planResult[P]{p, err}
+	}).(planResult[P])
+	if r.err != nil {
+		return nil, r.err
+	}
+	p := *r.p
+	return &p, nil
+}
+
+// planResult is what the memo keeps of a plan search.
+type planResult[P any] struct {
+	p   *P
+	err error
+}

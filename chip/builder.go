@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/sarchlab/akita/v3/sim"
-
 	"github.com/trnsim/trnsim/clock"
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/dma"
 	"github.com/trnsim/trnsim/engines"
+	"github.com/trnsim/trnsim/internal/eventpool"
 	"github.com/trnsim/trnsim/isa"
 	"github.com/trnsim/trnsim/memory"
 	"github.com/trnsim/trnsim/noc"
@@ -83,7 +82,7 @@ func (b SystemBuilder) Build(prog *isa.Program) (*system, error) {
 		act: newActivity(), perOp: opstats.New()}
 	s.act.collOps = opts.CollectiveOps
 	s.sim = &engines.Sim{
-		Engine:   sim.NewSerialEngine(),
+		Engine:   eventpool.NewEngine(),
 		Describe: func(in *isa.Instruction) string { return Describe(prog, in) },
 		Clocks:   &memory.Clocks{},
 		Fabric:   fabric,
@@ -208,6 +207,8 @@ func (b CoreBuilder) build(k coreKey, index int, streams [isa.NumEngines]isa.Str
 		Chip: k.chip, Core: k.core,
 		CoresPerChip:       h.Chip.Cores,
 		LocalStack:         localStack(h, k.core),
+		Stacks:             h.Chip.HBM.Stacks,
+		EventOrder:         engines.EventOrder(k.chip, k.core, int(isa.NumEngines)),
 		Engines:            co.DMA.Engines,
 		Queues:             co.DMA.QueuesPerEngine,
 		QueueDepth:         co.DMA.QueueDepth,

@@ -49,7 +49,10 @@ type Config struct {
 	// LocalStack is the HBM stack next to this core (-1: every stack is as
 	// near, as with interleaving); reaching another stack crosses the
 	// on-chip fabric.
-	LocalStack         int
+	LocalStack int
+	// Stacks is the HBM stacks of a chip (core c's is c * Stacks /
+	// CoresPerChip): where a transfer's Via core (isa.Attrs.Via) is.
+	Stacks             int
 	Engines            int
 	Queues             int
 	QueueDepth         int
@@ -66,6 +69,9 @@ type Config struct {
 	// QoSClasses > 0 selects QoS arbitration: queue q is in class q mod
 	// QoSClasses, lower classes first.
 	QoSClasses int
+	// EventOrder ranks the subsystem's wake-ups among those at one time
+	// (eventpool.Pool.Order).
+	EventOrder uint64
 	// AgentBase is the vector-clock agent of queue 0; Agents the clock size.
 	AgentBase, Agents int
 	// CollectiveOverhead delays the data of a collective op on this core
@@ -137,6 +143,9 @@ type Subsystem struct {
 	cfg     Config
 	env     Env
 	engines []*Engine
+	// updating is set inside update; repoke asks it for another pass (a
+	// share was rescaled: share.Rescale).
+	updating, repoke bool
 	// outstanding transfers per queue ID, and triggers waiting for a slot.
 	outstanding []int
 	// order lists each queue's transfers that have not retired, oldest
@@ -182,6 +191,7 @@ func New(cfg Config, env Env) *Subsystem {
 		fsPerByte:   1e6 / cfg.EngineGBps,
 	}
 	d.events.Handler = d
+	d.events.Order = cfg.EventOrder
 	d.Stats.QueueTransfers = make([]int64, cfg.Queues)
 	d.Stats.Engines = make([]EngineStats, cfg.Engines)
 	d.mirror.FirstByte = clock.Never
@@ -254,6 +264,21 @@ type share struct {
 	// route is the links from the source chip to the destination chip
 	// (nil: one chip).
 	route *noc.Route
+	// mirrorBase, when >= 0, is the engine number of engine 0 of the core
+	// whose transfer this one's write mirrors (isa.Attrs.Via): the written
+	// side counts as that core's engines on its stack, and apart from the
+	// read side unless the real destination shares the source's stack.
+	mirrorBase int
+	apart      bool
+	// Once active: the engine time without slowdown (work0), the HBM
+	// latency added (lat), the passes of its bytes through each stack, the
+	// links' slowdown and the slowdown applied (Rescale raises it).
+	eng              *Engine
+	q                int
+	work0            float64
+	lat              clock.Time
+	passes1, passes2 int8
+	linkSlow, slow   float64
 	// Once active: when it started, the engine time it still needs at the
 	// full rate, and the HBM stack it holds (-1: none).
 	start     clock.Time
@@ -262,6 +287,68 @@ type share struct {
 	// mult is how many engines this share stands for: while the engines
 	// run in lockstep, engine 0 carries every engine's identical share.
 	mult int
+}
+
+// hbmSlow is the factor the HBM stacks the share touches slow it by, with
+// the engines now active on them.
+func (sh *share) hbmSlow() float64 {
+	d := sh.eng.sub
+	slow := 1.0
+	p1, p2 := int(sh.passes1), int(sh.passes2)
+	if p1 > 0 && p2 > 0 && sh.hbmMem == sh.hbm2Mem && sh.stack == sh.stack2 && !sh.apart {
+		// Both sides on one stack: every byte passes it on each side.
+		return max(slow, sh.hbmMem.Demand(sh.stack, d.cfg.EngineGBps, p1+p2))
+	}
+	if p1 > 0 {
+		slow = max(slow, sh.hbmMem.Demand(sh.stack, d.cfg.EngineGBps, p1))
+	}
+	if p2 > 0 {
+		slow = max(slow, sh.hbm2Mem.Demand(sh.stack2, d.cfg.EngineGBps, p2))
+	}
+	return slow
+}
+
+// Rescale sets the slowdown of a share that started at now to what its
+// stacks' engines ask now (memory.HBM.Started and Ended): it has run no
+// time yet, so its remaining work is its whole work at the new rate. Its
+// engine looks again now where the share finishes sooner (an engine's
+// next event due before the share's end finds it unfinished and looks
+// again then).
+func (sh *share) Rescale(now clock.Time) {
+	e := sh.eng
+	if sh.start != now || e == nil || e.active[sh.q] != sh {
+		return
+	}
+	slow := max(1, sh.linkSlow, sh.hbmSlow())
+	if slow == sh.slow {
+		return
+	}
+	old := sh.remaining
+	sh.slow = slow
+	sh.remaining = math.Round(sh.work0*slow + float64(sh.lat))
+	if sh.remaining < old {
+		e.dirty = true
+		e.sub.poke(now)
+	}
+}
+
+// poke brings the engines up to date now, after a share of one of them
+// was rescaled: at once, or, inside update, once more before it ends.
+func (d *Subsystem) poke(now clock.Time) {
+	if d.updating {
+		d.repoke = true
+		return
+	}
+	d.update(now)
+}
+
+// writeID is the engine number the written HBM side of engine e's share
+// counts as: the engine's own, or the mirrored core's (mirrorBase).
+func (sh *share) writeID(d *Subsystem, e int) int {
+	if sh.mirrorBase >= 0 {
+		return sh.mirrorBase + e
+	}
+	return d.engineID(e)
 }
 
 // engineID numbers an engine uniquely in the system.
@@ -413,14 +500,21 @@ func (d *Subsystem) hbmOf(chip int32) *memory.HBM {
 // fabricOf sets the transfer's fabric latency and destination chip and
 // returns the links its data crosses.
 func (d *Subsystem) fabricOf(p *plan, t *transfer) (*noc.Route, error) {
-	t.latency, t.dstChip = 0, p.dstChip
+	dstChip := p.dstChip
+	via := &t.in.Attrs
+	if !via.Via || t.in.Op != isa.OpDMACopy {
+		via = nil
+	} else {
+		dstChip = via.ViaChip
+	}
+	t.latency, t.dstChip = 0, dstChip
 	f := d.env.Fabric
 	if f == nil {
 		return nil, nil
 	}
 	var route *noc.Route
-	if p.srcChip != p.dstChip {
-		r, err := f.Route(int(p.srcChip), int(p.dstChip))
+	if p.srcChip != dstChip {
+		r, err := f.Route(int(p.srcChip), int(dstChip))
 		if err != nil {
 			return nil, err
 		}
@@ -428,10 +522,25 @@ func (d *Subsystem) fabricOf(p *plan, t *transfer) (*noc.Route, error) {
 		t.latency = r.Latency
 	}
 	// An HBM side on this chip in a stack that is not the core's own is
-	// reached over the on-chip fabric.
+	// reached over the on-chip fabric; a Via transfer's destination side
+	// is the Via core's stack.
 	if d.cfg.LocalStack >= 0 && d.env.HBM != nil {
+		written := p.hbm2
+		if p.hbm != nil && p.hbmWrite {
+			written = p.hbm
+		}
 		for _, ap := range []*isa.AccessPattern{p.hbm, p.hbm2} {
-			if ap != nil && ap.Chip == d.cfg.Chip && d.env.HBM.StackOf(ap.Offset) != d.cfg.LocalStack {
+			if ap == nil {
+				continue
+			}
+			chip, stack := ap.Chip, d.env.HBM.StackOf(ap.Offset)
+			if via != nil && ap == written {
+				chip, stack = via.ViaChip, -1
+				if d.cfg.CoresPerChip > 0 {
+					stack = int(via.ViaCore) * d.cfg.Stacks / d.cfg.CoresPerChip
+				}
+			}
+			if chip == d.cfg.Chip && stack != d.cfg.LocalStack {
 				t.latency += f.NoCLatency()
 				break
 			}
@@ -509,9 +618,15 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 	d.Stats.QueueTransfers[q]++
 	d.Stats.Bytes += in.Outs[0].AP.Bytes()
 	now := d.env.Now()
+	mirrorBase, apart := -1, false
+	if a := &in.Attrs; a.Via && in.Op == isa.OpDMACopy {
+		per := max(d.cfg.CoresPerChip, 1)
+		mirrorBase = (int(a.MirrorChip)*per + int(a.MirrorCore)) * d.cfg.Engines
+		apart = a.ViaChip != d.cfg.Chip || d.cfg.LocalStack < 0 || int(a.ViaCore)*d.cfg.Stacks/per != d.cfg.LocalStack
+	}
 	shareOf := func(e int, sh *share) {
 		lo, hi := d.rowsOfEngine(&p, e)
-		*sh = share{t: t, eff: p.eff, mult: 1}
+		*sh = share{t: t, eff: p.eff, mult: 1, mirrorBase: mirrorBase, apart: apart}
 		if hi > lo {
 			rows := hi - lo
 			sh.bytes = rows * p.rowBytes
@@ -844,16 +959,24 @@ func (d *Subsystem) update(now clock.Time) {
 		// Engine 0 carries every engine's work; the others are idle.
 		engines = engines[:1]
 	}
-	for _, e := range engines {
-		if e.dirty || e.nextAt <= now {
-			e.dirty = false
-			e.nextAt = e.update(now)
-			if d.env.Failed() {
-				return
+	d.updating = true
+	for pass := true; pass; {
+		next = clock.Never
+		for _, e := range engines {
+			if e.dirty || e.nextAt <= now {
+				e.dirty = false
+				e.nextAt = e.update(now)
+				if d.env.Failed() {
+					d.updating = false
+					return
+				}
 			}
+			next = clock.Min(next, e.nextAt)
 		}
-		next = clock.Min(next, e.nextAt)
+		// A share rescaled during the pass (poke) may end sooner.
+		pass, d.repoke = d.repoke, false
 	}
+	d.updating = false
 	d.flush()
 	if !d.lockstep && len(d.engines) > 1 {
 		idle := true
@@ -1015,14 +1138,18 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	d := e.sub
 	work := float64(sh.descs)*float64(d.cfg.DescriptorOverhead) + float64(sh.bytes)*d.fsPerByte/sh.eff
 	sh.stack, sh.stack2 = -1, -1
-	slow, latency := 1.0, clock.Time(0)
-	id := d.engineID(e.index)
+	latency := clock.Time(0)
+	id, wid := d.engineID(e.index), sh.writeID(d, e.index)
 	// A share cannot outrun its part of the HBM stacks it touches: each
 	// pass of its bytes through a stack (the read, the write, the read of
 	// a read-modify-write) counts.
 	passes1, passes2 := 0, 0
 	if sh.hbmBytes > 0 && sh.hbmMem != nil {
-		sh.stack, _ = sh.hbmMem.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, id, sh.mult, d.cfg.EngineGBps)
+		hid := id
+		if sh.hbmWrite {
+			hid = wid
+		}
+		sh.stack, _ = sh.hbmMem.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, hid, sh.mult, d.cfg.EngineGBps)
 		latency = sh.hbmMem.Latency()
 		passes1 = 1
 		if sh.hbmRMW && sh.hbmWrite {
@@ -1032,7 +1159,7 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 		}
 	}
 	if sh.hbm2Bytes > 0 && sh.hbm2Mem != nil {
-		sh.stack2, _ = sh.hbm2Mem.BeginEngines(sh.hbm2Addr, sh.hbm2Bytes, true, id, sh.mult, d.cfg.EngineGBps)
+		sh.stack2, _ = sh.hbm2Mem.BeginEngines(sh.hbm2Addr, sh.hbm2Bytes, true, wid, sh.mult, d.cfg.EngineGBps)
 		latency = max(latency, sh.hbm2Mem.Latency())
 		passes2 = 1
 		if sh.hbmRMW {
@@ -1040,25 +1167,22 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 			passes2++
 		}
 	}
-	if passes1 > 0 && passes2 > 0 && sh.hbmMem == sh.hbm2Mem && sh.stack == sh.stack2 {
-		// Both sides on one stack: every byte passes it on each side.
-		slow = max(slow, sh.hbmMem.Demand(sh.stack, d.cfg.EngineGBps, passes1+passes2))
-	} else {
-		if passes1 > 0 {
-			slow = max(slow, sh.hbmMem.Demand(sh.stack, d.cfg.EngineGBps, passes1))
-		}
-		if passes2 > 0 {
-			slow = max(slow, sh.hbm2Mem.Demand(sh.stack2, d.cfg.EngineGBps, passes2))
-		}
-	}
+	sh.eng, sh.q, sh.work0, sh.lat, sh.passes1, sh.passes2, sh.linkSlow = e, q, work, latency, int8(passes1), int8(passes2), 1
 	if sh.route != nil && work > 0 {
 		// Nor the links on its way: they are booked in order, and the
 		// share ends no sooner than its bytes have crossed them.
 		end := d.env.Fabric.Reserve(sh.route, now, sh.bytes*int64(sh.mult))
-		slow = max(slow, float64(end-now)/work)
+		sh.linkSlow = float64(end-now) / work
 	}
-	if slow != 1 || latency != 0 {
-		work = work*slow + float64(latency)
+	sh.slow = max(1, sh.linkSlow, sh.hbmSlow())
+	if sh.slow != 1 || latency != 0 {
+		work = work*sh.slow + float64(latency)
+	}
+	if sh.stack >= 0 {
+		sh.hbmMem.Started(sh.stack, now, sh)
+	}
+	if sh.stack2 >= 0 && (sh.hbm2Mem != sh.hbmMem || sh.stack2 != sh.stack) {
+		sh.hbm2Mem.Started(sh.stack2, now, sh)
 	}
 	sh.start = now
 	sh.remaining = math.Round(work)
@@ -1090,12 +1214,22 @@ func (d *Subsystem) statsOf(e *Engine, sh *share) []*EngineStats {
 // retire records a finished share and signals its transfer.
 func (e *Engine) retire(sh *share, now clock.Time) {
 	d := e.sub
-	id := d.engineID(e.index)
+	id, wid := d.engineID(e.index), sh.writeID(d, e.index)
 	if sh.stack >= 0 {
-		sh.hbmMem.EndEngines(sh.stack, id, sh.mult)
+		hid := id
+		if sh.hbmWrite {
+			hid = wid
+		}
+		sh.hbmMem.EndEngines(sh.stack, hid, sh.mult)
 	}
 	if sh.stack2 >= 0 {
-		sh.hbm2Mem.EndEngines(sh.stack2, id, sh.mult)
+		sh.hbm2Mem.EndEngines(sh.stack2, wid, sh.mult)
+	}
+	if sh.stack >= 0 {
+		sh.hbmMem.Ended(sh.stack, now)
+	}
+	if sh.stack2 >= 0 && (sh.hbm2Mem != sh.hbmMem || sh.stack2 != sh.stack) {
+		sh.hbm2Mem.Ended(sh.stack2, now)
 	}
 
 	for _, st := range d.statsOf(e, sh) {

@@ -154,6 +154,13 @@ func (c *Core) Start() {
 	}
 }
 
+// EventOrder ranks the wake-ups of a core's components among those at one
+// time (eventpool.Engine): by chip, then core, then component: the engines
+// in isa.Engine order, then (component isa.NumEngines) the DMA engines.
+func EventOrder(chip, core int32, component int) uint64 {
+	return (uint64(uint32(chip))<<20|uint64(uint32(core))&0xfffff)<<4 | uint64(component)&0xf
+}
+
 // board returns the board holding a semaphore: this core's without a
 // lookup, another core's through the simulation.
 func (c *Core) board(r isa.SemRef) *SemBoard {

@@ -94,6 +94,7 @@ func newSequencer(c *Core, e isa.Engine, st isa.Stream) *Sequencer {
 		decode:        isa.NewDecodeCache(c.Cfg.Limits, c.Cfg.Cost),
 	}
 	s.events.Handler = s
+	s.events.Order = EventOrder(c.Cfg.Chip, c.Cfg.Core, int(e))
 	vgs := e == isa.EngineVector || e == isa.EngineScalar || e == isa.EngineGpSimd
 	s.portRules = (c.Cfg.SamePSUMBankExclusive && vgs) ||
 		(c.Cfg.VectorGpSimdShareSBUF && (e == isa.EngineVector || e == isa.EngineGpSimd)) ||

@@ -61,6 +61,18 @@ type Attrs struct {
 	// with that operator.
 	Func       ActFunc
 	Accumulate ALUOp
+
+	// Via, on a DMA copy, says the transfer stands for one to core ViaCore
+	// of chip ViaChip (symmetric-core reuse: a simulated rank's transfer to
+	// a rank that is not simulated lands where the simulated rank that
+	// mirrors it receives the same data): its route, fabric latency and
+	// semaphore updates are that destination's; its bytes land, and load
+	// HBM, where its output operand says, as the write of the transfer it
+	// mirrors, issued by core MirrorCore of chip MirrorChip (whose DMA
+	// engines, not this core's, the write counts as on the HBM stack).
+	Via                    bool
+	ViaChip, ViaCore       int32
+	MirrorChip, MirrorCore int32
 }
 
 // Body is what an instruction does: its opcode, engine, placement,

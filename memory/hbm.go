@@ -12,8 +12,9 @@ import (
 // engine transfer, never per byte or descriptor.
 //
 // Simplification (documented in docs/validation.md): a share's slowdown is
-// fixed when it starts, from the engines active on its stack at that moment;
-// engines that start or stop later do not change it. While the engines' total
+// fixed when it starts, from the engines active on its stack at that moment
+// (and those that start at the same time: Started); engines that start or
+// stop later do not change it. While the engines' total
 // rate stays below the stack's (16 x 23 GB/s = 368 GB/s per trn2 core against
 // 725 GB/s per stack) the stack never binds and the simplification costs
 // nothing; when it binds, a share's time is off by at most the change in the
@@ -35,6 +36,17 @@ type stack struct {
 	// engines is how many engines have at least one.
 	active  []int32
 	engines int
+	// started are the shares that began on the stack at time at, when it
+	// had atEngines engines (Started).
+	at        clock.Time
+	atEngines int
+	started   []Rescaler
+}
+
+// Rescaler is a share whose slowdown was fixed when it started at now:
+// Rescale sets it to what its stacks' engines ask now.
+type Rescaler interface {
+	Rescale(now clock.Time)
 }
 
 // NewHBM builds an HBM of n stacks sharing totalGBps, each stackBytes large.
@@ -111,6 +123,45 @@ func (h *HBM) Demand(stack int, engineGBps float64, passes int) float64 {
 	st := &h.stacks[stack]
 	slow := engineGBps * float64(st.engines) * float64(passes) / st.gbps
 	return max(slow, 1)
+}
+
+// Started records that share r began on stack at time now (after
+// BeginEngines, with its slowdown from Demand). Shares that began on the
+// stack earlier at the same time are rescaled if the engines changed
+// since: every share starting at one time sees every engine that starts
+// then and none that stops then, whatever order the simulation handles
+// them in.
+func (h *HBM) Started(stack int, now clock.Time, r Rescaler) {
+	st := &h.stacks[stack]
+	if st.at != now || len(st.started) == 0 {
+		clear(st.started)
+		st.at, st.started = now, st.started[:0]
+	} else {
+		h.rescale(st, now)
+	}
+	st.atEngines = st.engines
+	st.started = append(st.started, r)
+}
+
+// Ended is called after EndEngines at time now: shares that began on the
+// stack at the same time are rescaled to the engines left (an engine whose
+// share ends when another's starts does not slow it, whichever the
+// simulation handles first).
+func (h *HBM) Ended(stack int, now clock.Time) {
+	st := &h.stacks[stack]
+	if st.at == now && len(st.started) > 0 {
+		h.rescale(st, now)
+	}
+}
+
+func (h *HBM) rescale(st *stack, now clock.Time) {
+	if st.engines == st.atEngines {
+		return
+	}
+	st.atEngines = st.engines
+	for _, x := range st.started {
+		x.Rescale(now)
+	}
 }
 
 // Latency returns the access latency added to every share.

@@ -43,6 +43,12 @@ type ModelReport struct {
 	// every model figure counts all Replicas, on all their cores).
 	Replicas          int `json:"replicas,omitempty"`
 	SimulatedReplicas int `json:"simulated_replicas,omitempty"`
+	// RanksPerCopy is a copy's physical ranks, SimulatedRanks those of
+	// each simulated copy that were simulated (fewer with symmetric-core
+	// reuse: the others take their time; every model figure counts all
+	// of them).
+	RanksPerCopy   int `json:"ranks_per_copy,omitempty"`
+	SimulatedRanks int `json:"simulated_ranks,omitempty"`
 	// RuntimeOverheadS is hardware.runtime.execution_overhead_us, included
 	// in TimeS (a fixed cost per execution the simulation does not model).
 	RuntimeOverheadS float64 `json:"runtime_overhead_s,omitempty"`
@@ -133,7 +139,7 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 	sim += overhead
 	m := &ModelReport{Model: mi.Model, Family: mi.Family, Mode: mi.Mode, Batch: mi.Batch, Seq: mi.Seq, Past: mi.Past, Tokens: mi.Tokens,
 		Layers: mi.Layers, LayersTotal: mi.LayersTotal, SimulatedLayers: mi.SimLayers, LayerTimeS: layerTime,
-		Replicas: max(mi.Replicas, 1), SimulatedReplicas: simulatedReplicas(mi), TimeS: sim, RuntimeOverheadS: overhead, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
+		Replicas: max(mi.Replicas, 1), SimulatedReplicas: simulatedReplicas(mi), RanksPerCopy: mi.Ranks / max(mi.Replicas, 1), SimulatedRanks: mi.SimRanks, TimeS: sim, RuntimeOverheadS: overhead, Params: mi.Params, MFUDefinition: mfuDefinition, MBUDefinition: mbuDefinition,
 		Memory:           ModelMemory{WeightsBytes: mi.WeightBytes, ActivationsBytes: mi.ActivationBytes, KVCacheBytes: mi.KVCacheBytes},
 		HBMCapacityBytes: mi.HBMCapacityBytes}
 	if steps > 1 {
@@ -154,8 +160,9 @@ func buildModel(cfg *configs.RunConfig, info *workloads.Info, res *chip.Result, 
 		} else {
 			m.TPOTS = sim
 		}
-		// Every copy's cores (replica reuse simulates one copy of them).
-		copies := float64(m.Replicas) / float64(m.SimulatedReplicas)
+		// Every copy's cores (replica reuse simulates one copy of them,
+		// symmetric-core reuse a unit of a copy's).
+		copies := m.coreScale()
 		cores := float64(max(r.CoresUsed, 1)) * copies
 		// The peak of the dtypes and modes the matmuls ran in (the
 		// report's, FLOPs-weighted), else the activations' dtype.
@@ -262,5 +269,18 @@ func planCores(coresUsed int, m *ModelReport) int {
 	if m != nil && m.SimulatedReplicas > 0 && m.Replicas > m.SimulatedReplicas {
 		cores = cores * m.Replicas / m.SimulatedReplicas
 	}
+	if m != nil && m.SimulatedRanks > 0 && m.RanksPerCopy > m.SimulatedRanks {
+		cores = cores * m.RanksPerCopy / m.SimulatedRanks
+	}
 	return cores
+}
+
+// coreScale is the plan's cores over the simulated program's: the copies
+// replica reuse left out and the ranks symmetric-core reuse did.
+func (m *ModelReport) coreScale() float64 {
+	f := float64(m.Replicas) / float64(max(m.SimulatedReplicas, 1))
+	if m.SimulatedRanks > 0 && m.RanksPerCopy > m.SimulatedRanks {
+		f *= float64(m.RanksPerCopy) / float64(m.SimulatedRanks)
+	}
+	return f
 }

@@ -46,10 +46,18 @@ func compile(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]
 // op's tiles op<id>_...): a tile that does not fit on chip is named with
 // the op of ops it belongs to.
 func compileOps(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]string, ops []lowergraph.Op) (*sched.Program, error) {
+	return compileRanks(cfg, k, fitFields, ops, false)
+}
+
+// compileRanks is compileOps for a kernel whose cores loop's ranks run
+// identical programs where symmetric is set: the scheduler may simulate
+// a unit of them (sched.Options.SymmetricRanks).
+func compileRanks(cfg *configs.RunConfig, k *tile.Kernel, fitFields map[isa.Memory][]string, ops []lowergraph.Op, symmetric bool) (*sched.Program, error) {
 	opts, err := schedOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
+	opts.SymmetricRanks = symmetric
 	p, rankErr, schedErr := schedule(k, Target(cfg), opts)
 	if rankErr != nil {
 		return nil, rankErr

@@ -69,6 +69,12 @@ type ModelInfo struct {
 	// time); the simulated program's figures (engines, DMA, HBM, cores
 	// used) are those copies'.
 	SimReplicas int
+	// SimRanks, when not 0, is how many of each simulated copy's physical
+	// ranks were simulated: symmetric-core reuse simulated a unit of them
+	// (the cores of an HBM stack, or a chip) on hardware symmetric to the
+	// others', which take its time; the simulated program's figures are the
+	// unit's.
+	SimRanks int
 	// Steps, when more than one, is the decode steps simulated one after
 	// another (--exact: every token's, each a launch at its cache length);
 	// the figures above stay the mean step's (Past its cache length), the
@@ -313,7 +319,10 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			return nil, nil, err
 		}
 	}
-	res, p, err := lowerModelPass(cfg, sim, tg, simRanks, pl.shard)
+	// Symmetric-core reuse: one copy's ranks run one program; the
+	// scheduler simulates a unit of them where the hardware is symmetric.
+	symmetric := !m.Exact && simRanks == pl.shard && pl.shard > 1
+	res, p, err := lowerModelPass(cfg, sim, tg, simRanks, pl.shard, symmetric)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -322,6 +331,9 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		if l, ok := zoo.LayerOf(o.Name); ok {
 			mi.LayerOf[o.ID] = l
 		}
+	}
+	if p.SimulatedRanks > 0 {
+		mi.SimRanks, simRanks = p.SimulatedRanks, p.SimulatedRanks
 	}
 	// Every simulated rank runs its part of the graph: the work is the
 	// simulated ranks' together.
@@ -344,7 +356,7 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			if err != nil {
 				return nil, err
 			}
-			r, p, err := lowerModelPass(cfg, g, tg, simRanks, pl.shard)
+			r, p, err := lowerModelPass(cfg, g, tg, simRanks, pl.shard, symmetric)
 			if err != nil {
 				return nil, err
 			}
@@ -389,6 +401,10 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 		info.Notes = append(info.Notes, fmt.Sprintf("replica reuse: %d of the %d copies simulated, the others on hardware of their own (%d physical cores each, sharing no HBM stack, chip or link with another copy) take its time (the model figures count every copy; the engine, DMA and HBM figures are the simulated copy's); --exact simulates them all",
 			mi.SimReplicas, mi.Replicas, pl.shard))
 	}
+	if mi.SimRanks > 0 {
+		info.Notes = append(info.Notes, fmt.Sprintf("symmetric-core reuse: %d of the copy's %d physical ranks simulated (ranks %d to %d: %s), the others run the same program on hardware symmetric to theirs and take their time (the model figures count every rank; the engine, DMA and HBM figures are the simulated ranks'); --exact simulates them all",
+			mi.SimRanks, pl.shard, p.Cores[0], p.Cores[len(p.Cores)-1], unitText(cfg, mi.SimRanks)))
+	}
 	if mi.SimLayers < mi.Layers {
 		info.Notes = append(info.Notes, fmt.Sprintf("layer reuse: %d of the %d layers simulated, the rest at the mean time of the third to the last but one (the model figures; the engine, DMA and HBM figures are the %d layers'); --exact simulates every layer",
 			mi.SimLayers, mi.Layers, mi.SimLayers))
@@ -403,9 +419,24 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	return p.Program, info, nil
 }
 
+// unitText says what a unit of ranks of symmetric-core reuse is.
+func unitText(cfg *configs.RunConfig, ranks int) string {
+	h := &cfg.Hardware
+	switch {
+	case ranks == h.Chip.Cores:
+		return "one chip"
+	case ranks > h.Chip.Cores:
+		return fmt.Sprintf("%d chips", ranks/max(h.Chip.Cores, 1))
+	case h.Chip.HBM.InterleaveBytes == 0 && h.Chip.HBM.Stacks > 0 && ranks == h.Chip.Cores/h.Chip.HBM.Stacks:
+		return "the cores of one HBM stack"
+	}
+	return fmt.Sprintf("%d cores", ranks)
+}
+
 // lowerModelPass lowers and schedules one pass's graph over ranks ranks
-// (groups of group).
-func lowerModelPass(cfg *configs.RunConfig, g *graph.Graph, tg *sched.Target, ranks, group int) (*lowergraph.Result, *sched.Program, error) {
+// (groups of group), a unit of them where symmetric is set and the
+// scheduler finds the ranks' hardware symmetric (symmetric-core reuse).
+func lowerModelPass(cfg *configs.RunConfig, g *graph.Graph, tg *sched.Target, ranks, group int, symmetric bool) (*lowergraph.Result, *sched.Program, error) {
 	res, err := lowergraph.Lower(g, tg, "model", lowergraph.Options{Ranks: ranks, GroupSize: group})
 	if err != nil {
 		// A kernel's working set that does not fit on chip blames what the
@@ -418,7 +449,7 @@ func lowerModelPass(cfg *configs.RunConfig, g *graph.Graph, tg *sched.Target, ra
 		}
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
 	}
-	p, err := compileOps(cfg, res.Kernel, modelFit, res.Ops)
+	p, err := compileRanks(cfg, res.Kernel, modelFit, res.Ops, symmetric)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -30,10 +30,12 @@ func simTime(t *testing.T, cfg *configs.RunConfig) (float64, int) {
 }
 
 // Tensor-parallel plans on one chip and across chips, with the race check
-// on: the program runs on every rank, each rank's matmuls do its share of
-// the Linear FLOPs, every collective of the rank graph takes time, and the
-// run is at least its bounds (the matmuls at the cores' peak, the ranks'
-// least HBM bytes at one core's DMA bandwidth).
+// on: the program runs on every rank (exact: symmetric-core reuse off),
+// each rank's matmuls do its share of the Linear FLOPs, every collective
+// of the rank graph takes time, and the run is at least its bounds (the
+// matmuls at the cores' peak, the ranks' least HBM bytes at one core's DMA
+// bandwidth). Where symmetric-core reuse applies, the default run
+// simulates fewer cores and takes the exact run's time within 1%.
 func TestTensorParallelModelsRun(t *testing.T) {
 	for _, c := range []struct {
 		name, hw, model, pass, par string
@@ -52,7 +54,7 @@ func TestTensorParallelModelsRun(t *testing.T) {
 		{"trn1 tp2 fp8 dequantised", "{preset: trn1}", "llama-3.2-1b", "mode: decode, context: 100, weights_dtype: fp8e4", "{tp: 2}", 2, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := parallelConfig(t, c.hw, c.model, c.pass, c.par, 1)
+			cfg := parallelConfig(t, c.hw, c.model, c.pass+", exact: true", c.par, 1)
 			prog, info, err := Lower(cfg)
 			require.NoError(t, err)
 			assert.Equal(t, c.cores, info.CoresUsed)
@@ -99,6 +101,24 @@ func TestTensorParallelModelsRun(t *testing.T) {
 			assert.Greater(t, res.CommTime, clock.Time(0))
 			assert.LessOrEqual(t, res.ExposedCommTime, res.CommTime)
 			t.Logf("%s: %.1f us on %d cores, %.2fx the compute bound, %.2fx the DMA bound, comm %v (%v exposed)", info.Name, sim*1e6, cores, sim/computeBound, sim/dmaBound, res.CommTime, res.ExposedCommTime)
+
+			// The default run: symmetric-core reuse where the hardware is
+			// symmetric.
+			rcfg := parallelConfig(t, c.hw, c.model, c.pass, c.par, 1)
+			rprog, rinfo, err := Lower(rcfg)
+			require.NoError(t, err)
+			rres, err := chip.Run(rcfg, rprog, chip.Options{CollectiveOps: collOps})
+			require.NoError(t, err)
+			if u := rinfo.Model.SimRanks; u > 0 {
+				assert.Less(t, rinfo.CoresUsed, c.cores)
+				assert.Equal(t, u, rinfo.CoresUsed)
+				assert.Zero(t, c.cores%u, "the unit divides the ranks")
+				assert.InEpsilon(t, sim, rres.SimTime.Seconds(), 0.01, "reuse within 1%% of every rank simulated")
+				t.Logf("  reuse: %d of %d cores simulated, %.1f us (%+.3f%%)", u, c.cores, rres.SimTime.Seconds()*1e6, 100*(rres.SimTime.Seconds()/sim-1))
+			} else {
+				assert.Equal(t, sim, rres.SimTime.Seconds(), "no reuse: the same run")
+				t.Logf("  no reuse")
+			}
 		})
 	}
 }

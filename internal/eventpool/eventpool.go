@@ -15,10 +15,11 @@ import (
 // handler's generation so that a superseded wake-up can be ignored.
 type Event struct {
 	// At is the wake-up time; Gen the generation it was scheduled in.
-	At  clock.Time
-	Gen uint64
-	vt  sim.VTimeInSec
-	h   sim.Handler
+	At    clock.Time
+	Gen   uint64
+	vt    sim.VTimeInSec
+	h     sim.Handler
+	order uint64
 }
 
 // Time returns the event's time in Akita's units.
@@ -34,6 +35,9 @@ func (e *Event) IsSecondary() bool { return false }
 // Not safe for concurrent use (one per component, on a serial engine).
 type Pool struct {
 	Handler sim.Handler
+	// Order ranks the handler's wake-ups among others at one time on an
+	// Engine (lower first): the component's place in the system.
+	Order   uint64
 	spare   []*Event
 	handled *Event
 }
@@ -47,7 +51,7 @@ func (p *Pool) Schedule(engine sim.Engine, at clock.Time, gen uint64) {
 	} else {
 		e = &Event{h: p.Handler}
 	}
-	e.At, e.Gen, e.vt = at, gen, at.VTime()
+	e.At, e.Gen, e.vt, e.order = at, gen, at.VTime(), p.Order
 	engine.Schedule(e)
 }
 

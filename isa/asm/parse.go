@@ -840,6 +840,18 @@ func (p *parser) attrs(in *isa.Instruction) error {
 				return p.errAt(t.col, "unknown descriptor generation %q (none, sw, hw)", t.text)
 			}
 			a.DGE = k
+		case "via":
+			c, err := p.coreRef()
+			if err != nil {
+				return err
+			}
+			a.Via, a.ViaChip, a.ViaCore = true, c[0], c[1]
+		case "mirror":
+			c, err := p.coreRef()
+			if err != nil {
+				return err
+			}
+			a.MirrorChip, a.MirrorCore = c[0], c[1]
 		case "sem":
 			s, err := p.sem()
 			if err != nil {
@@ -887,6 +899,9 @@ func (p *parser) attrs(in *isa.Instruction) error {
 	if in.Op == isa.OpBarrier && (!seen["sem"] || !seen["cores"] || !seen["target"]) {
 		return p.errAt(p.toks[min(1, len(p.toks)-1)].col, "barrier needs sem=, cores=[...] and target=")
 	}
+	if seen["via"] != seen["mirror"] {
+		return p.errAt(p.toks[min(1, len(p.toks)-1)].col, "via= and mirror= come together: the transfer's real destination and the core whose transfer it mirrors")
+	}
 	if in.Op == isa.OpActivation && !seen["scale"] {
 		a.Scale = 1
 	}
@@ -905,7 +920,7 @@ var attrKeys = map[isa.Opcode][]string{
 	isa.OpTensorReduce:       {"alu", "axis"},
 	isa.OpMemset:             {"value"},
 	isa.OpIota:               {"base", "step"},
-	isa.OpDMACopy:            {"queue", "dge", "acc"},
+	isa.OpDMACopy:            {"queue", "dge", "acc", "via", "mirror"},
 	isa.OpDMATranspose:       {"queue", "dge"},
 	isa.OpDMAGather:          {"queue", "dge"},
 	isa.OpDMAScatter:         {"queue", "dge"},

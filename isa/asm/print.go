@@ -240,6 +240,14 @@ func writeBody(sb *strings.Builder, prog *isa.Program, in *isa.Body, hbmOffset i
 			fmt.Fprintf(sb, " queue=%d", a.Queue)
 		case "dge":
 			fmt.Fprintf(sb, " dge=%s", a.DGE)
+		case "via":
+			if a.Via {
+				fmt.Fprintf(sb, " via=%d.%d", a.ViaChip, a.ViaCore)
+			}
+		case "mirror":
+			if a.Via {
+				fmt.Fprintf(sb, " mirror=%d.%d", a.MirrorChip, a.MirrorCore)
+			}
 		case "sem":
 			fmt.Fprintf(sb, " sem=s%d", a.BarrierSem)
 		case "cores":

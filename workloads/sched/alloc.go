@@ -128,8 +128,8 @@ func place(k *tile.Kernel, tg *Target, ex *expansion) (*layout, error) {
 								Msg: "a cores loop needs constant bounds within " + coresText(lim)}
 						}
 					}
-					for c := lo; c < hi; c++ {
-						coreSet[int(c)] = true
+					for _, c := range ex.coresOf(s) {
+						coreSet[c] = true
 					}
 				}
 				for _, t := range s.Tiles {
@@ -151,13 +151,7 @@ func place(k *tile.Kernel, tg *Target, ex *expansion) (*layout, error) {
 		// The cores a per-core tile exists on: its cores loop's range.
 		for l := t.Scope; l != nil; l = parentLoop(k, l) {
 			if l.Kind == tile.Cores {
-				lo, _ := l.Start.Static()
-				hi, _ := l.Stop.Static()
-				var cs []int
-				for c := lo; c < hi; c++ {
-					cs = append(cs, int(c))
-				}
-				return cs
+				return ex.coresOf(l)
 			}
 		}
 		return nil

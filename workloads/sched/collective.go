@@ -90,11 +90,30 @@ type expansion struct {
 	queues []int
 	// notes are what the program says of its collectives (Program.Notes).
 	notes []string
+	// unit, when set, is the ranks symmetric-core reuse simulates of the
+	// loop unitLoop's unitOf (symmetric.go).
+	unit     []int
+	unitLoop *tile.Loop
+	unitOf   int
 }
 
 type synth struct {
 	issuer int
 	what   string
+	// gate, when set, is the issuer's input tile of the collective: the
+	// transfer, one that reads it, waits for every write to it (the
+	// collective starts on its whole input, as the CC-Cores start a
+	// collective once its input tensor is complete, not piece by piece as
+	// its rows are written).
+	gate *tile.Tile
+	// done, on the nop that ends a rank's part of a collective, is the
+	// rank's output tile: the nop waits for every write to it, and what
+	// reads the output waits for the nop (the rank's result is read once
+	// complete, as the CC-Cores signal a collective's end).
+	done *tile.Tile
+	// mirrored marks a transfer symmetric-core reuse keeps for its image
+	// (xfer.via): what its destination waits for is another rank's.
+	mirrored bool
 }
 
 // expander builds an expansion.
@@ -205,7 +224,7 @@ func (e *expander) errAt(c *tile.Collective, pos tile.Pos, format string, args .
 
 // coresLoop makes the lockstep walk of a cores loop that needs one.
 func (e *expander) coresLoop(l *tile.Loop) error {
-	needs := false
+	needs, remote := false, false
 	var find func(stmts []tile.Stmt)
 	find = func(stmts []tile.Stmt) {
 		for _, s := range stmts {
@@ -215,7 +234,7 @@ func (e *expander) coresLoop(l *tile.Loop) error {
 			case *tile.Op:
 				for _, a := range append(append([]tile.Access(nil), s.Outs...), s.Ins...) {
 					if !a.Rank.IsZero() {
-						needs = true
+						needs, remote = true, true
 					}
 				}
 			case *tile.Loop:
@@ -245,10 +264,17 @@ func (e *expander) coresLoop(l *tile.Loop) error {
 	if len(ph.ranks) == 0 {
 		return nil
 	}
+	// The body's statements, a collective's as its groups' steps.
+	type item struct {
+		stmt  tile.Stmt
+		steps [][]cstep
+	}
+	var items []item
+	firstTile := e.nextTile
 	for _, s := range l.Body {
 		c, ok := s.(*tile.Collective)
 		if !ok {
-			ph.phases = append(ph.phases, phase{all: []tile.Stmt{s}})
+			items = append(items, item{stmt: s})
 			continue
 		}
 		group := c.Group
@@ -288,7 +314,27 @@ func (e *expander) coresLoop(l *tile.Loop) error {
 			all = append(all, steps)
 		}
 		e.nColl++
-		e.addSteps(ph, all...)
+		items = append(items, item{steps: all})
+	}
+	if e.opts.SymmetricRanks && !remote && e.ex.unit == nil && !usesVar(l.Body, l.Var) {
+		var colls [][]cstep
+		ok := true
+		for _, it := range items {
+			if it.stmt == nil {
+				ok = ok && len(it.steps) == 1
+				colls = append(colls, it.steps[0])
+			}
+		}
+		if unit := e.symmetricUnit(ph.ranks, colls); ok && unit != nil {
+			e.reduceTo(l, ph, unit, firstTile)
+		}
+	}
+	for _, it := range items {
+		if it.stmt != nil {
+			ph.phases = append(ph.phases, phase{all: []tile.Stmt{it.stmt}})
+			continue
+		}
+		e.addSteps(ph, it.steps...)
 	}
 	e.ex.loops[l] = ph
 	return nil
@@ -303,6 +349,10 @@ type xfer struct {
 	dst, src view
 	add      bool
 	lane     int
+	// via is the rank the transfer stands for a transfer to, mirror the
+	// issuer of the transfer whose destination it writes (symmetric-core
+	// reuse: symmetric.go; via -1: none).
+	via, mirror int
 }
 
 // The lanes of a one-step (mesh) collective: a member's reductions into
@@ -342,6 +392,37 @@ func (e *expander) addSteps(ph *phased, groups ...[]cstep) {
 			ph.phases = append(ph.phases, p)
 		}
 	}
+	// A last phase: each member's end of the collective (a send or recv
+	// is one transfer, which what reads its output waits for anyway).
+	var c *tile.Collective
+	members := map[int]bool{}
+	for _, g := range groups {
+		if len(g) > 0 {
+			c = g[0].c
+			for _, r := range g[0].ranks {
+				members[r] = true
+			}
+		}
+	}
+	if c == nil || c.Kind == tile.Send || c.Kind == tile.Recv {
+		return
+	}
+	out := c.Outs[0].Tile
+	if !out.PerRank() || out.Mem != isa.MemHBM {
+		return
+	}
+	p := phase{per: make([][]tile.Stmt, len(ph.ranks))}
+	for i, r := range ph.ranks {
+		if !members[r] {
+			continue
+		}
+		op := &tile.Op{Opcode: isa.OpNop, Engine: isa.EngineGpSimd, OpID: c.OpID, Pos: c.Pos, ID: e.nextOp}
+		e.nextOp++
+		e.ex.ops = append(e.ex.ops, op)
+		e.ex.what[op] = synth{issuer: r, what: what[c], done: out}
+		p.per[i] = append(p.per[i], op)
+	}
+	ph.phases = append(ph.phases, p)
 }
 
 // stepOps adds the ops of one step to phase p, reporting whether it had
@@ -369,9 +450,18 @@ func (e *expander) stepOps(st *cstep, p *phase, idx, qn map[int]int, what map[*t
 		if x.add {
 			op.Attrs.Accumulate = isa.ALUAdd
 		}
+		if x.via >= 0 {
+			per := max(e.tg.Limits.CoresPerChip, 1)
+			op.Attrs.Via, op.Attrs.ViaChip, op.Attrs.ViaCore = true, int32(x.via/per), int32(x.via%per)
+			op.Attrs.MirrorChip, op.Attrs.MirrorCore = int32(x.mirror/per), int32(x.mirror%per)
+		}
 		e.nextOp++
 		e.ex.ops = append(e.ex.ops, op)
-		e.ex.what[op] = synth{issuer: r, what: what[st.c]}
+		sy := synth{issuer: r, what: what[st.c], mirrored: x.via >= 0}
+		if in := st.c.Ins[0].Tile; x.src.t == in && in.PerRank() && in.Mem == isa.MemHBM {
+			sy.gate = in
+		}
+		e.ex.what[op] = sy
 		i := idx[r]
 		p.per[i] = append(p.per[i], op)
 		any = true
@@ -384,6 +474,7 @@ func (e *expander) stepOps(st *cstep, p *phase, idx, qn map[int]int, what map[*t
 type cstep struct {
 	c     *tile.Collective
 	ranks []int
+	algo  string
 	xs    []xfer
 }
 
@@ -894,7 +985,7 @@ func (b *cbuild) runs(lo, hi int, fn func(lo, hi int)) {
 func (b *cbuild) mod(a int) int { return ((a % b.n) + b.n) % b.n }
 
 // step starts a new step.
-func (b *cbuild) step() { b.steps = append(b.steps, cstep{c: b.c, ranks: b.group}) }
+func (b *cbuild) step() { b.steps = append(b.steps, cstep{c: b.c, ranks: b.group, algo: b.algo}) }
 
 // x adds a transfer to the current step.
 func (b *cbuild) x(issuer int, dst, src view, add bool) { b.xl(issuer, dst, src, add, 0) }
@@ -902,7 +993,7 @@ func (b *cbuild) x(issuer int, dst, src view, add bool) { b.xl(issuer, dst, src,
 // xl adds a transfer on a lane to the current step.
 func (b *cbuild) xl(issuer int, dst, src view, add bool, lane int) {
 	s := &b.steps[len(b.steps)-1]
-	s.xs = append(s.xs, xfer{issuer: issuer, dst: dst, src: src, add: add, lane: lane})
+	s.xs = append(s.xs, xfer{issuer: issuer, dst: dst, src: src, add: add, lane: lane, via: -1})
 }
 
 func (b *cbuild) pin(i, lo, hi int) view  { return b.in[i].part(b.n, lo, hi) }
@@ -1087,10 +1178,13 @@ func (b *cbuild) allReduce() {
 	default: // ring
 		// Reduce-scatter around the ring (at step s member i adds piece
 		// i-s-1 into member i+1's; member i ends with piece i summed), then
-		// all-gather around it: 2(N-1) steps of a piece each.
+		// all-gather around it: 2(N-1) steps of a piece each. The first
+		// step copies each member's input into its output whole, so that
+		// every member does the same (the piece it sends first is
+		// overwritten by the all-gather).
 		b.step()
 		for i := 0; i < n; i++ {
-			b.except(b.mod(i-1), func(lo, hi int) { b.x(i, b.pout(i, lo, hi), b.pin(i, lo, hi), false) })
+			b.x(i, b.out[i], b.in[i], false)
 		}
 		for s := 0; s < n-1; s++ {
 			b.step()

@@ -112,6 +112,14 @@ type opInfo struct {
 	// collective as the text form prints it, for messages.
 	issuer int
 	what   string
+	// gate is the issuer's collective input tile the transfer waits for
+	// whole (synth.gate; nil: none); with done, the output tile the nop
+	// ending a collective waits for whole and stands for a write of.
+	gate *tileInfo
+	done bool
+	// mirrored: a transfer kept for its image by symmetric-core reuse
+	// (synth.mirrored).
+	mirrored bool
 }
 
 type opAcc struct {
@@ -216,6 +224,10 @@ type Program struct {
 	// asked (the kernel-wide collective algorithm rdh on a group that is
 	// not a power of two runs ring), for the run's notes.
 	Notes []string
+	// SimulatedRanks, when not 0, is how many of a cores loop's
+	// SymmetricRanks ranks symmetric-core reuse scheduled
+	// (Options.SymmetricRanks); the others take their time.
+	SimulatedRanks, SymmetricRanks int
 }
 
 // Compile checks a kernel against the target, places its tiles and
@@ -309,6 +321,13 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		oi := &opInfo{op: op, isDMA: op.Opcode.IsDMA(), start: -1, stop: -1, maxLevel: -1, issuer: -1}
 		if x, ok := ex.what[op]; ok {
 			oi.issuer, oi.what = x.issuer, x.what
+			if x.gate != nil {
+				oi.gate = lay.tiles[x.gate.ID]
+			}
+			if x.done != nil {
+				oi.gate, oi.done = lay.tiles[x.done.ID], true
+			}
+			oi.mirrored = x.mirrored
 		}
 		addExpr := func(e tile.Expr) int32 {
 			x := opExpr{code: cc.Compile(e), level: -1}
@@ -416,7 +435,8 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		}
 	}
 	prog.OpenAll = func() []isa.Stream { return newSession(c).streams() }
-	return &Program{Program: prog, c: c, PeakSBUFBytes: lay.peakSBUF, PeakPSUMBytes: lay.peakPSUM, Cores: lay.cores, Notes: ex.notes}, nil
+	return &Program{Program: prog, c: c, PeakSBUFBytes: lay.peakSBUF, PeakPSUMBytes: lay.peakPSUM, Cores: lay.cores, Notes: ex.notes,
+		SimulatedRanks: len(ex.unit), SymmetricRanks: ex.unitOf}, nil
 }
 
 // Check makes the decisions of Compile that can fail (the kernel's own
@@ -514,12 +534,7 @@ func possibleStreams(c *compiled) []bool {
 			case *tile.Loop:
 				cs := cores
 				if s.Kind == tile.Cores {
-					lo, _ := s.Start.Static()
-					hi, _ := s.Stop.Static()
-					cs = nil
-					for v := lo; v < hi; v++ {
-						cs = append(cs, int(v))
-					}
+					cs = c.ex.coresOf(s)
 				}
 				walk(s.Body, cs)
 			case *tile.If:

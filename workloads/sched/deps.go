@@ -150,10 +150,23 @@ type tracker struct {
 	onchip  [][2][]bucket
 	hbm     map[int32]*hbmRecs // by buffer index
 	streams int
+	// shadow, when >= 0, is where the shadow streams start: stream
+	// shadow+q holds the records of queue stream q's mirrored transfers
+	// (symmetric-core reuse), which the queue's order does not imply.
+	shadow int32
+}
+
+// real returns the stream a record's stream stands for: a shadow stream's
+// queue.
+func (t *tracker) real(s int32) int32 {
+	if t.shadow >= 0 && s >= t.shadow {
+		return s - t.shadow
+	}
+	return s
 }
 
 func newTracker(cores int, sbufBytes, psumBytes int64, streams int) *tracker {
-	t := &tracker{onchip: make([][2][]bucket, cores), hbm: map[int32]*hbmRecs{}, streams: streams}
+	t := &tracker{onchip: make([][2][]bucket, cores), hbm: map[int32]*hbmRecs{}, streams: streams, shadow: -1}
 	for c := range t.onchip {
 		t.onchip[c][0] = make([]bucket, (sbufBytes>>granuleShift[0])+1)
 		t.onchip[c][1] = make([]bucket, (psumBytes>>granuleShift[1])+1)
@@ -263,7 +276,7 @@ func (t *tracker) checkRecord(ci int, sp *isa.Span, stream int32, pos int64, est
 			for k := range b.streams {
 				sr := &b.streams[k]
 				recs := sr.recs
-				if deps != nil && (know == nil || (sr.stream != stream && (sr.maxPos > know.get(sr.stream) || sr.maxEst > estLo))) {
+				if deps != nil && (know == nil || (sr.stream != stream && (sr.maxPos > know.get(t.real(sr.stream)) || sr.maxEst > estLo))) {
 					skipped = false
 					for i := len(recs) - 1; i >= 0; i-- {
 						r := &recs[i]

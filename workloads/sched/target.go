@@ -76,6 +76,10 @@ type Target struct {
 	// them (collective.go, topo.go).
 	ChipHops      [][]int
 	ChipLatencyNs [][]float64
+	// CoresPerStack is how many of a chip's cores share an HBM stack (the
+	// chip's cores where the stacks are interleaved; 0: unknown):
+	// symmetric-core reuse simulates whole stacks (Options.SymmetricRanks).
+	CoresPerStack int
 	// Memo, if set, keeps work that lowerings sharing it repeat (a
 	// sweep's points, a model's layers): the GEMM plan search's estimates,
 	// for one. What it keeps never changes a result.
@@ -98,6 +102,7 @@ type TargetKey struct {
 	backgroundLS                         bool
 	descNs                               float64
 	descMaxBytes                         int64
+	coresPerStack                        int
 }
 
 // Key returns the target's key.
@@ -105,7 +110,8 @@ func (t *Target) Key() TargetKey {
 	return TargetKey{name: t.Name, limits: *t.Limits, cost: t.Cost, clockGHz: t.ClockGHz,
 		dmaEngineGBps: t.DMAEngineGBps, dmaStartNs: t.DMAStartNs, dmaDoneNs: t.DMACompletionNs,
 		hbmBytes: t.HBMBytes, qosClasses: t.DMAQoSClasses, hbmGBps: t.HBMGBps, transposeEff: t.DMATransposeEfficiency,
-		backgroundLS: t.BackgroundLoadStationary, descNs: t.DMADescriptorNs, descMaxBytes: t.DMADescriptorMaxBytes}
+		backgroundLS: t.BackgroundLoadStationary, descNs: t.DMADescriptorNs, descMaxBytes: t.DMADescriptorMaxBytes,
+		coresPerStack: t.CoresPerStack}
 }
 
 // WithoutSBUF is the key with the SBUF size left out.
@@ -144,6 +150,13 @@ type Options struct {
 	// power-of-two group: other groups use ring, and with this option
 	// set to rdh the program's notes say so).
 	CollectiveAlgorithm string
+	// SymmetricRanks says the ranks of a cores loop run identical programs
+	// (a model's tensor-parallel ranks): where the loop's collectives are
+	// symmetric under shifting the ranks by a unit (the cores of an HBM
+	// stack within a chip, a chip across chips) and the unit's transfers
+	// mirror those it receives, only the unit is scheduled (symmetric-core
+	// reuse, symmetric.go); Program.SimulatedRanks says whether it was.
+	SymmetricRanks bool
 }
 
 // Semaphore layout of every core the scheduler uses: engine e counts on

@@ -54,6 +54,10 @@ type walk struct {
 
 	// deps collects the dependencies of the instance being scheduled.
 	deps depSet
+	// mdeps collects a mirrored transfer's destination conflicts, keepSkip
+	// the position on its own queue they need (-1: none; writeConflictOn).
+	mdeps    depSet
+	keepSkip int64
 	// scratch
 	accs     []accEval
 	key      []int64
@@ -90,6 +94,12 @@ type frame struct {
 	iter  int
 	rank  int
 	base  []int64
+	// For a cores loop walked in lockstep, outer is the tile instances at
+	// its start and insts[i] rank ph.ranks[i]'s own, made on its first
+	// phase: each rank's tiles rotate through their slots as they would
+	// in a walk of that rank alone, whatever the ranks before it did.
+	outer []int64
+	insts [][]int64
 }
 
 // accCache is an op's last evaluated operands and the loop stamps they
@@ -156,9 +166,18 @@ type accEval struct {
 }
 
 func newWalk(c *compiled) *walk {
-	w := &walk{c: c, env: make([]int64, len(c.k.Vars)), tileInst: make([]int64, len(c.lay.tiles)),
-		tr: newTracker(len(c.lay.cores), c.tg.Limits.SBUFPartitionBytes, c.tg.Limits.PSUMPartitionBytes, c.nStreams())}
 	n := c.nStreams()
+	// With symmetric-core reuse, shadow streams after the streams keep the
+	// mirrored transfers' records (tracker.shadow).
+	nRec := n
+	if c.ex != nil && c.ex.unit != nil {
+		nRec = 2 * n
+	}
+	w := &walk{c: c, env: make([]int64, len(c.k.Vars)), tileInst: make([]int64, len(c.lay.tiles)),
+		tr: newTracker(len(c.lay.cores), c.tg.Limits.SBUFPartitionBytes, c.tg.Limits.PSUMPartitionBytes, nRec)}
+	if nRec > n {
+		w.tr.shadow = int32(n)
+	}
 	w.va = newVCAlloc(n)
 	w.none = w.va.noKnowledge()
 	for ci, core := range c.lay.cores {
@@ -186,7 +205,8 @@ func newWalk(c *compiled) *walk {
 		w.qNext = append(w.qNext, 0)
 		w.dmaFree = append(w.dmaFree, 0)
 	}
-	w.deps = newDepSet(n)
+	w.deps = newDepSet(nRec)
+	w.keepSkip = -1
 	w.stack = append(w.stack, frame{stmts: c.k.Body})
 	w.stamp = make([]uint64, len(c.k.Vars)+1)
 	w.cache = make([][]exprCache, len(c.ops))
@@ -212,6 +232,11 @@ func (w *walk) step() {
 			}
 			if f.loop != nil {
 				w.depth--
+				// After the loop, the instances of its last rank.
+				if n := len(f.insts); n > 0 && f.insts[n-1] != nil {
+					copy(f.outer, f.insts[n-1])
+				}
+				w.tileInst = f.outer
 				for i, t := range f.loop.Tiles {
 					w.tileInst[t.ID] = f.base[i] + int64(len(f.ph.ranks))
 				}
@@ -282,7 +307,8 @@ func (w *walk) step() {
 				for i, t := range s.Tiles {
 					base[i] = w.tileInst[t.ID]
 				}
-				w.stack = append(w.stack, frame{loop: s, cores: true, ph: li.lockstep, iter: -1, base: base})
+				w.stack = append(w.stack, frame{loop: s, cores: true, ph: li.lockstep, iter: -1, base: base,
+					outer: w.tileInst, insts: make([][]int64, len(li.lockstep.ranks))})
 				w.depth++
 				continue
 			}
@@ -353,9 +379,17 @@ func (w *walk) nextPhase(f *frame) bool {
 			w.env[f.loop.Var.Index] = int64(f.rank)
 			w.tick++
 			w.stamp[w.depth-1] = w.tick
-			for i, t := range f.loop.Tiles {
-				w.tileInst[t.ID] = f.base[i] + int64(f.iter) + 1
+			inst := f.insts[f.iter]
+			if inst == nil {
+				// The rank's first phase: its own instances, from the loop's
+				// start, and one new instance of the loop's tiles.
+				inst = append([]int64(nil), f.outer...)
+				for i, t := range f.loop.Tiles {
+					inst[t.ID] = f.base[i] + 1
+				}
+				f.insts[f.iter] = inst
 			}
+			w.tileInst = inst
 		}
 		return true
 	}
@@ -452,7 +486,7 @@ func (w *walk) evalAccesses(oi *opInfo, core int) error {
 			}
 		}
 	} else {
-		if len(ac.accs) != len(oi.accs) {
+		if len(ac.accs) != len(oi.accs) || ac.key == nil {
 			ac.accs = make([]accEval, len(oi.accs))
 			ac.key = make([]int64, oi.keyLen)
 			for i := range oi.accs {
@@ -637,6 +671,7 @@ func (w *walk) emit(oi *opInfo) error {
 	done := bestStart + meta.latencyNs
 	st.est = bestStart + meta.intervalNs
 	w.record(ci, meta, sid, p, done)
+	w.recordDone(oi, sid, p, done)
 	w.pending = append(w.pending, pendingFinal{stream: sid, n: 1, pos: p, gen: w.gen})
 	st.unfinal++
 	oi.lastStream, oi.lastPos, oi.lastValid = sid, p, true
@@ -759,8 +794,14 @@ func (w *walk) issueDMA(oi *opInfo, ci int, eng isa.Engine, q int, meta *bodyMet
 	tid := w.c.engineStream(ci, eng)
 	qid := w.c.queueStream(ci, q)
 	ts, qs := w.streams[tid], w.streams[qid]
-	// The queue keeps its transfers in order: no wait on itself.
+	// The queue keeps its transfers in order: no wait on itself, except
+	// for what a mirrored transfer's destination waits for: its image's
+	// issuer is another rank, whose queue orders nothing of this one's.
+	if oi.mirrored {
+		w.keepSkip = w.writeConflictOn(meta, qid)
+	}
 	waits := w.waits(ts, tid, qid)
+	w.keepSkip = -1
 	pe := ts.pos
 	ts.pos++
 	if len(waits) > 0 {
@@ -781,7 +822,13 @@ func (w *walk) issueDMA(oi *opInfo, ci int, eng isa.Engine, q int, meta *bodyMet
 	xfer := max(start+tg.DMAStartNs, w.dmaFree[ci])
 	w.dmaFree[ci] = xfer + meta.xferNs
 	done := w.dmaFree[ci] + tg.DMACompletionNs
-	w.record(ci, meta, qid, pq, done)
+	rs := qid
+	if oi.mirrored && w.tr.shadow >= 0 {
+		// What a mirrored transfer writes, its image's issuer wrote: what
+		// waits for it waits explicitly, even on this queue.
+		rs = w.tr.shadow + qid
+	}
+	w.record(ci, meta, rs, pq, done)
 	oi.lastStream, oi.lastPos, oi.lastValid = qid, pq, true
 	w.output(ts, meta, waits, pe, true)
 	w.clearDeps()
@@ -847,6 +894,51 @@ func (w *walk) collect(oi *opInfo, ci int, meta *bodyMeta) {
 			w.deps.add(ai.lastStream, ai.lastPos, 0)
 		}
 	}
+	if reg, idx, ok := w.gateRegion(oi); ok {
+		// Every write to the issuer's whole input (or output) tile.
+		w.tr.regionConflicts(idx, &reg, false, &w.deps)
+	}
+}
+
+// writeConflictOn is the latest position of stream that the written HBM
+// operands of meta conflict with (-1: none).
+func (w *walk) writeConflictOn(meta *bodyMeta, stream int32) int64 {
+	if w.mdeps.pos == nil {
+		w.mdeps = newDepSet(len(w.deps.pos))
+	}
+	for i := range meta.hbm {
+		h := &meta.hbm[i]
+		if h.write {
+			reg := w.region(meta, h, &w.accs[h.acc])
+			w.tr.regionConflicts(h.idx, &reg, true, &w.mdeps)
+		}
+	}
+	p := w.mdeps.pos[stream]
+	w.mdeps.clear()
+	return p
+}
+
+// gateRegion is the whole tile instance a collective's transfer or end
+// waits for (opInfo.gate).
+func (w *walk) gateRegion(oi *opInfo) (isa.Region, int32, bool) {
+	g := oi.gate
+	if g == nil || oi.issuer < 0 || oi.issuer >= len(g.bufs) || len(g.bufs[oi.issuer]) == 0 {
+		return isa.Region{}, 0, false
+	}
+	idx := g.bufs[oi.issuer][0]
+	b := w.c.lay.buffers[idx]
+	return isa.Region{Chip: b.Chip, Buffer: idx, ByteLo: b.Offset, ByteHi: b.Offset + g.t.Bytes()}, idx, true
+}
+
+// recordDone records the end of a rank's collective (opInfo.done) as a
+// write of its whole output: what reads the output waits for it.
+func (w *walk) recordDone(oi *opInfo, stream int32, pos int64, est float64) {
+	if !oi.done {
+		return
+	}
+	if reg, idx, ok := w.gateRegion(oi); ok {
+		w.tr.recordRegion(idx, &reg, true, stream, pos, est)
+	}
 }
 
 // spanCore returns the core index of a span's memory.
@@ -899,14 +991,20 @@ func (w *walk) record(ci int, meta *bodyMeta, stream int32, pos int64, est float
 func (w *walk) waits(st *stream, self, skip int32) []waitCand {
 	cands := w.waitBuf[:0]
 	for _, d := range w.deps.list {
-		if d == self || d == skip {
+		if d == self || (d == skip && w.keepSkip < 0) {
 			continue
 		}
 		p := w.deps.pos[d]
-		if p <= st.know.get(d) {
+		if d == skip {
+			p = w.keepSkip
+		}
+		// A shadow stream's records are its queue's, waited for like
+		// another stream's.
+		r := w.tr.real(d)
+		if r == self || p <= st.know.get(r) {
 			continue
 		}
-		cands = append(cands, waitCand{stream: d, dep: p, est: w.deps.est[d]})
+		cands = append(cands, waitCand{stream: r, dep: p, est: w.deps.est[d]})
 	}
 	if len(cands) == 0 {
 		w.waitBuf = cands

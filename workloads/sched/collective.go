@@ -816,6 +816,9 @@ func (e *expander) collective(c *tile.Collective, l *tile.Loop, group []int) ([]
 	}
 	eb := int64(c.Ins[0].Tile.DType.Bytes())
 	b := &cbuild{e: e, c: c, l: l, n: n, group: group, in: ins, out: outs}
+	if per := max(e.tg.Limits.CoresPerChip, 1); group[0]/per != group[n-1]/per {
+		b.block = per
+	}
 	same := func(vs []view, what string) error {
 		for i := range vs {
 			if !equalShape(vs[i].shape(), vs[0].shape()) {
@@ -958,6 +961,11 @@ type cbuild struct {
 	// numbers by position to the message's (nil: the same).
 	members []int
 	pp      []int
+	// block, for a group over several chips, is the cores of a chip: a
+	// run of pieces never spans positions of two blocks, so that every
+	// member moves the same transfers whatever the order puts next to its
+	// block (symmetric.go).
+	block int
 }
 
 // ap returns the message's piece of the algorithm's piece q.
@@ -974,7 +982,7 @@ func (b *cbuild) runs(lo, hi int, fn func(lo, hi int)) {
 	for q := lo; q < hi; {
 		a := b.ap(q)
 		z := q + 1
-		for z < hi && b.ap(z) == a+(z-q) {
+		for z < hi && b.ap(z) == a+(z-q) && (b.block == 0 || z%b.block != 0) {
 			z++
 		}
 		fn(a, a+(z-q))
@@ -983,6 +991,37 @@ func (b *cbuild) runs(lo, hi int, fn func(lo, hi int)) {
 }
 
 func (b *cbuild) mod(a int) int { return ((a % b.n) + b.n) % b.n }
+
+// A one-step (mesh) collective's members pair by XOR where the group is a
+// power of two (member i's k-th peer is i XOR k, a pairing the shifts of
+// recursive halving/doubling and of a torus's axes keep: symmetric.go),
+// round the group otherwise (i + k).
+func (b *cbuild) xorPairs() bool { return b.n&(b.n-1) == 0 }
+
+// peer is member i's k-th peer (k from 1 to n-1).
+func (b *cbuild) peer(i, k int) int {
+	if b.xorPairs() {
+		return i ^ k
+	}
+	return (i + k) % b.n
+}
+
+// from is the member whose k-th peer j is.
+func (b *cbuild) from(j, k int) int {
+	if b.xorPairs() {
+		return j ^ k
+	}
+	return b.mod(j - k)
+}
+
+// dist numbers the members other than j from 1 to n-1 as seen from j:
+// i XOR j, or (i - j) mod n.
+func (b *cbuild) dist(i, j int) int {
+	if b.xorPairs() {
+		return i ^ j
+	}
+	return b.mod(i - j)
+}
 
 // step starts a new step.
 func (b *cbuild) step() { b.steps = append(b.steps, cstep{c: b.c, ranks: b.group, algo: b.algo}) }
@@ -1017,7 +1056,7 @@ func (b *cbuild) scratchOf(i int) view {
 }
 
 // slot returns, on member j, the staging slot that member i writes its
-// piece j into in a one-step reduce-scatter: slot (i - j) mod n - 1 of
+// piece j into in a one-step reduce-scatter: slot dist(i, j) - 1 of
 // j's staging tile, a per-rank scratch HBM tile of n - 1 slots each
 // shaped like the message's largest piece (made on first use), of which
 // j's slots hold piece j's shape.
@@ -1036,7 +1075,7 @@ func (b *cbuild) slot(j, i int) view {
 		}
 		b.stage = b.e.scratchTile(b.c, b.l, "stage", b.in[0].t.DType, append([]int64{int64(b.n - 1)}, shape...), b.members)
 	}
-	v := view{t: b.stage, rank: b.group[j], dims: []vdim{{start: tile.C(int64(b.mod(i-j) - 1)), n: 1, step: 1, index: true}}}
+	v := view{t: b.stage, rank: b.group[j], dims: []vdim{{start: tile.C(int64(b.dist(i, j) - 1)), n: 1, step: 1, index: true}}}
 	for _, d := range b.in[j].part(b.n, j, j+1).dims {
 		if !d.index {
 			v.dims = append(v.dims, vdim{start: tile.C(0), n: d.n, step: 1})
@@ -1058,14 +1097,14 @@ func (b *cbuild) meshReduceScatter(dst func(j int) view) {
 	for i := 0; i < n; i++ {
 		b.xl(i, dst(i), b.pin(i, i, i+1), false, laneReduce)
 		for k := 1; k < n; k++ {
-			j := (i + k) % n
+			j := b.peer(i, k)
 			b.xl(i, b.slot(j, i), b.pin(i, j, j+1), false, laneSend)
 		}
 	}
 	b.step()
 	for j := 0; j < n; j++ {
 		for s := 1; s < n; s++ {
-			b.xl(j, dst(j), b.slot(j, b.mod(j-s)), true, laneReduce)
+			b.xl(j, dst(j), b.slot(j, b.from(j, s)), true, laneReduce)
 		}
 	}
 }
@@ -1146,7 +1185,7 @@ func (b *cbuild) allReduce() {
 		b.step()
 		for j := 0; j < n; j++ {
 			for k := 1; k < n; k++ {
-				b.xl(j, b.pout((j+k)%n, j, j+1), b.pout(j, j, j+1), false, laneReduce)
+				b.xl(j, b.pout(b.peer(j, k), j, j+1), b.pout(j, j, j+1), false, laneReduce)
 			}
 		}
 	case tile.AlgoRDH:
@@ -1269,7 +1308,7 @@ func (b *cbuild) allGather() {
 		b.step()
 		for i := 0; i < n; i++ {
 			for k := 1; k < n; k++ {
-				b.x(i, b.pout((i+k)%n, i, i+1), b.in[i], false)
+				b.x(i, b.pout(b.peer(i, k), i, i+1), b.in[i], false)
 			}
 		}
 	case tile.AlgoRDH:
@@ -1321,6 +1360,8 @@ func (b *cbuild) allToAll() {
 			j := (i + s) % n
 			if b.algo == tile.AlgoRDH {
 				j = i ^ s
+			} else if b.algo == tile.AlgoMesh {
+				j = b.peer(i, s)
 			}
 			b.x(i, b.pout(j, i, i+1), b.pin(i, j, j+1), false)
 		}

@@ -17,9 +17,11 @@ import (
 // schedules only the unit's ranks:
 //
 //   - The symmetry: shifts of a collective's member positions (the order
-//     its algorithm runs them in) by multiples of the unit's size u,
-//     round the group for ring and mesh, by XOR for recursive
-//     halving/doubling. Each of these maps the algorithm's transfers to
+//     its algorithm runs them in) by multiples of the unit's size u, by
+//     XOR for recursive halving/doubling and for mesh over a power-of-two
+//     group (whose members pair by XOR: on a torus, XOR on a chip's
+//     coordinates keeps distances, where a rotation of the ranks does
+//     not), round the group otherwise. Each of these maps the algorithm's transfers to
 //     its transfers. The unit is the first u positions, and must be the
 //     same ranks in every collective of the loop.
 //   - The mirror: a unit member's transfer x from position i to a
@@ -153,7 +155,10 @@ func (e *expander) symmetric(steps []cstep, unit []int, per int) ([][]xfer, bool
 			return nil, false
 		}
 	}
-	xor := steps[0].algo == tile.AlgoRDH
+	// rdh pairs members by XOR, and so does mesh over a power-of-two group
+	// (cbuild.peer): their shifts are XORs; ring's (and mesh's otherwise)
+	// rotations.
+	xor := steps[0].algo == tile.AlgoRDH || (steps[0].algo == tile.AlgoMesh && n&(n-1) == 0)
 	if xor && u&(u-1) != 0 {
 		return nil, false
 	}

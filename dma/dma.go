@@ -1171,8 +1171,18 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	if sh.route != nil && work > 0 {
 		// Nor the links on its way: they are booked in order, and the
 		// share ends no sooner than its bytes have crossed them.
-		end := d.env.Fabric.Reserve(sh.route, now, sh.bytes*int64(sh.mult))
+		f := d.env.Fabric
+		end := f.Reserve(sh.route, now, sh.bytes*int64(sh.mult))
 		sh.linkSlow = float64(end-now) / work
+		// The images of a transfer that stands for others' (symmetric-core
+		// reuse) load their routes' links as their own bytes would.
+		if a := &sh.t.in.Attrs; a.Via {
+			for i := 0; i+1 < len(a.LinkImages); i += 2 {
+				if r, err := f.Route(int(a.LinkImages[i]), int(a.LinkImages[i+1])); err == nil {
+					f.Reserve(r, now, sh.bytes*int64(sh.mult))
+				}
+			}
+		}
 	}
 	sh.slow = max(1, sh.linkSlow, sh.hbmSlow())
 	if sh.slow != 1 || latency != 0 {

@@ -73,6 +73,11 @@ type Attrs struct {
 	Via                    bool
 	ViaChip, ViaCore       int32
 	MirrorChip, MirrorCore int32
+	// LinkImages, on such a transfer, are the chips (from, to, in pairs)
+	// of the transfers of the ranks not simulated that are its images:
+	// their bytes cross the links of those routes when its own do, so
+	// that the links carry every rank's traffic.
+	LinkImages []int32
 }
 
 // Body is what an instruction does: its opcode, engine, placement,

@@ -783,7 +783,12 @@ func si(v float64) string {
 // WriteSummary prints the summary a person reads first.
 func (r *Report) WriteSummary(w io.Writer) {
 	line := func(k, format string, args ...any) { fmt.Fprintf(w, "%-18s %s\n", k, fmt.Sprintf(format, args...)) }
-	fmt.Fprintf(w, "trnsim %s: %s on %s (%d core(s))\n", r.Trnsim, r.Workload, r.Hardware, r.CoresUsed)
+	cores := fmt.Sprintf("%d core(s)", r.CoresUsed)
+	if all := r.ModelCores(); all > r.CoresUsed {
+		// Replica or symmetric-core reuse simulated part of the plan.
+		cores = fmt.Sprintf("%d of %d cores simulated", r.CoresUsed, all)
+	}
+	fmt.Fprintf(w, "trnsim %s: %s on %s (%s)\n", r.Trnsim, r.Workload, r.Hardware, cores)
 	switch {
 	case len(r.WorkloadShape) > 0:
 		line("workload", "%s %s %s", r.WorkloadKind, r.WorkloadShape, r.WorkloadDType)

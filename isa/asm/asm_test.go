@@ -433,3 +433,33 @@ func TestParseErrors(t *testing.T) {
 		})
 	}
 }
+
+// A transfer that symmetric-core reuse keeps for the transfers it stands
+// for keeps its real destination, the core it mirrors and its images'
+// chips through print and parse; via= and mirror= come together.
+func TestMirroredTransferRoundTrip(t *testing.T) {
+	src := ".version 1\n.target trn2\n.buffer a hbm fp32 [128, 64]\n.buffer b hbm fp32 [128, 64] addr=65536\n" +
+		"gpsimd dma_copy b, a queue=14 dge=none acc=add via=1.2 mirror=3.0 images=[1.2, 3.0]\n"
+	p := mustParse(t, src)
+	var in *isa.Instruction
+	for _, ss := range p.Streams {
+		if ss.Key.Engine == isa.EngineGpSimd {
+			var err error
+			in, err = ss.Open().Next()
+			require.NoError(t, err)
+		}
+	}
+	require.NotNil(t, in)
+	a := in.Attrs
+	assert.True(t, a.Via)
+	assert.Equal(t, [4]int32{1, 2, 3, 0}, [4]int32{a.ViaChip, a.ViaCore, a.MirrorChip, a.MirrorCore})
+	assert.Equal(t, []int32{1, 2, 3, 0}, a.LinkImages)
+	text := mustPrint(t, p)
+	assert.Contains(t, text, "acc=add via=1.2 mirror=3.0 images=[1.2, 3.0]")
+	assert.Equal(t, text, mustPrint(t, mustParse(t, text)))
+
+	for _, bad := range []string{"via=1.2", "mirror=3.0", "images=[1.2]"} {
+		_, err := Parse(".version 1\n.buffer a hbm fp32 [128, 64]\n.buffer b hbm fp32 [128, 64] addr=65536\ngpsimd dma_copy b, a queue=1 "+bad+"\n", "k.s", Options{})
+		assert.Error(t, err, bad)
+	}
+}

@@ -852,6 +852,25 @@ func (p *parser) attrs(in *isa.Instruction) error {
 				return err
 			}
 			a.MirrorChip, a.MirrorCore = c[0], c[1]
+		case "images":
+			if err := p.expect("["); err != nil {
+				return err
+			}
+			for {
+				c, err := p.coreRef()
+				if err != nil {
+					return err
+				}
+				a.LinkImages = append(a.LinkImages, c[0], c[1])
+				if p.isPunct(",") {
+					p.take()
+					continue
+				}
+				if err := p.expect("]"); err != nil {
+					return err
+				}
+				break
+			}
 		case "sem":
 			s, err := p.sem()
 			if err != nil {
@@ -899,6 +918,9 @@ func (p *parser) attrs(in *isa.Instruction) error {
 	if in.Op == isa.OpBarrier && (!seen["sem"] || !seen["cores"] || !seen["target"]) {
 		return p.errAt(p.toks[min(1, len(p.toks)-1)].col, "barrier needs sem=, cores=[...] and target=")
 	}
+	if seen["images"] && !seen["via"] {
+		return p.errAt(p.toks[min(1, len(p.toks)-1)].col, "images= goes with via= and mirror=")
+	}
 	if seen["via"] != seen["mirror"] {
 		return p.errAt(p.toks[min(1, len(p.toks)-1)].col, "via= and mirror= come together: the transfer's real destination and the core whose transfer it mirrors")
 	}
@@ -920,7 +942,7 @@ var attrKeys = map[isa.Opcode][]string{
 	isa.OpTensorReduce:       {"alu", "axis"},
 	isa.OpMemset:             {"value"},
 	isa.OpIota:               {"base", "step"},
-	isa.OpDMACopy:            {"queue", "dge", "acc", "via", "mirror"},
+	isa.OpDMACopy:            {"queue", "dge", "acc", "via", "mirror", "images"},
 	isa.OpDMATranspose:       {"queue", "dge"},
 	isa.OpDMAGather:          {"queue", "dge"},
 	isa.OpDMAScatter:         {"queue", "dge"},

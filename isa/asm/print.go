@@ -248,6 +248,14 @@ func writeBody(sb *strings.Builder, prog *isa.Program, in *isa.Body, hbmOffset i
 			if a.Via {
 				fmt.Fprintf(sb, " mirror=%d.%d", a.MirrorChip, a.MirrorCore)
 			}
+		case "images":
+			if a.Via && len(a.LinkImages) > 0 {
+				ps := make([]string, 0, len(a.LinkImages)/2)
+				for i := 0; i+1 < len(a.LinkImages); i += 2 {
+					ps = append(ps, fmt.Sprintf("%d.%d", a.LinkImages[i], a.LinkImages[i+1]))
+				}
+				fmt.Fprintf(sb, " images=[%s]", strings.Join(ps, ", "))
+			}
 		case "sem":
 			fmt.Fprintf(sb, " sem=s%d", a.BarrierSem)
 		case "cores":

@@ -350,9 +350,11 @@ type xfer struct {
 	add      bool
 	lane     int
 	// via is the rank the transfer stands for a transfer to, mirror the
-	// issuer of the transfer whose destination it writes (symmetric-core
+	// issuer of the transfer whose destination it writes, and images the
+	// chips (from, to) of its images that cross chips (symmetric-core
 	// reuse: symmetric.go; via -1: none).
 	via, mirror int
+	images      []int32
 }
 
 // The lanes of a one-step (mesh) collective: a member's reductions into
@@ -454,6 +456,7 @@ func (e *expander) stepOps(st *cstep, p *phase, idx, qn map[int]int, what map[*t
 			per := max(e.tg.Limits.CoresPerChip, 1)
 			op.Attrs.Via, op.Attrs.ViaChip, op.Attrs.ViaCore = true, int32(x.via/per), int32(x.via%per)
 			op.Attrs.MirrorChip, op.Attrs.MirrorCore = int32(x.mirror/per), int32(x.mirror%per)
+			op.Attrs.LinkImages = x.images
 		}
 		e.nextOp++
 		e.ex.ops = append(e.ex.ops, op)

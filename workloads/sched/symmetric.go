@@ -196,8 +196,12 @@ func (e *expander) symmetric(steps []cstep, unit []int, per int) ([][]xfer, bool
 			covered[j] = true
 			sig := e.routeSig(group[i], group[d], per)
 			mirror := -1
+			var images []int32
 			for t := u; t < n; t += u {
 				hi, hd := shift(i, t), shift(d, t)
+				if a, b := group[hi]/per, group[hd]/per; a != b {
+					images = append(images, int32(a), int32(b))
+				}
 				imgs := byPair[symPair{hi, hd}]
 				if occ[j] >= len(imgs) {
 					return nil, false
@@ -225,6 +229,9 @@ func (e *expander) symmetric(steps []cstep, unit []int, per int) ([][]xfer, bool
 			// destination, as the image's issuer's write.
 			y := x
 			y.dst, y.via, y.mirror = xs[mirror].dst, group[d], group[xs[mirror].issuer]
+			if group[i]/per != group[d]/per {
+				y.images = images
+			}
 			out[k] = append(out[k], y)
 		}
 		for j := range xs {

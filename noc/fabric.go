@@ -292,13 +292,17 @@ func (f *Fabric) route(src, dst int) (*Route, error) {
 		return nil, fmt.Errorf("chips %d and %d are not linked (hardware.topology.kind is none)", src, dst)
 	case Ring, Torus2D, Torus3D:
 		// Dimension-order routing: each axis in turn, the shorter way
-		// round (ties go +).
+		// round; where both are as short, + from an even coordinate and -
+		// from an odd one, so that on an axis of four the routes map onto
+		// each other under XOR of the coordinates, as they do under
+		// translation elsewhere (symmetric-core reuse relies on it:
+		// workloads/sched/symmetric.go).
 		cur := src
 		cs, cd := f.coords(src%n), f.coords(dst%n)
 		for a, d := range f.dims {
 			fwd := ((cd[a]-cs[a])%d + d) % d
 			step, count := 1, fwd
-			if d-fwd < fwd {
+			if d-fwd < fwd || (d-fwd == fwd && cs[a]%2 == 1) {
 				step, count = -1, d-fwd
 			}
 			for i := 0; i < count; i++ {

@@ -259,6 +259,58 @@ func TestReplicaReuseMatchesExact(t *testing.T) {
 	}
 }
 
+// Symmetric-core reuse simulates a unit of a copy's ranks (an HBM stack's
+// cores on one chip, one chip across chips) and gives the figures of
+// simulating every rank within 1%: on a chip, and over the links between
+// two chips that every rank of a chip shares; and not at all where the
+// ranks differ (a prompt whose rows do not divide over the ranks: their
+// collectives' pieces differ). (Over four or more chips of a torus the
+// exact run's chips are not all alike: docs/models.md.)
+func TestSymmetricReuseMatchesExact(t *testing.T) {
+	for _, tc := range []struct {
+		name, hw, par, model string
+		unit                 int
+	}{
+		{"llama-3-8b prefill, tp 8, one trn2 chip", "{preset: trn2, chip: {lnc: 1}}", "{tp: 8}",
+			"name: llama-3-8b, mode: prefill, seq: 512, layers: 1", 2},
+		{"llama-3.2-1b decode, tp 16 over two trn2.48xlarge chips", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 16}",
+			"name: llama-3.2-1b, mode: decode, batch: 4, context: 512, layers: 1", 8},
+		{"llama-3.2-1b prefill of 130 tokens, tp 8 (unequal pieces)", "{preset: trn2, chip: {lnc: 1}}", "{tp: 8}",
+			"name: llama-3.2-1b, mode: prefill, seq: 130, layers: 1", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(exact bool) (*report.Report, int64) {
+				_, r, res := simulateModel(t, fmt.Sprintf("hardware: %s\nparallel: %s\nworkload:\n  kind: model\n  model: {%s, exact: %v}\n", tc.hw, tc.par, tc.model, exact))
+				return r, res.Instructions
+			}
+			reuse, ri := run(false)
+			exact, ei := run(true)
+			require.Zero(t, exact.Model.SimulatedRanks, "--exact simulates every rank")
+			assert.Equal(t, tc.unit, reuse.Model.SimulatedRanks)
+			if tc.unit == 0 {
+				assert.Equal(t, ei, ri)
+				assert.Equal(t, exact.Model.TimeS, reuse.Model.TimeS)
+				return
+			}
+			assert.Equal(t, tc.unit, reuse.CoresUsed)
+			assert.Equal(t, exact.CoresUsed, reuse.ModelCores(), "the plan's cores")
+			assert.Less(t, ri, ei, "reuse simulates fewer instructions")
+			for _, f := range []struct {
+				name         string
+				reuse, exact float64
+			}{
+				{"time", reuse.Model.TimeS, exact.Model.TimeS}, {"tokens/s", reuse.Model.TokensPerS, exact.Model.TokensPerS},
+				{"MFU", reuse.Model.MFUPct, exact.Model.MFUPct}, {"MBU", reuse.Model.MBUPct, exact.Model.MBUPct},
+				{"$/h", reuse.Model.USDPerHour, exact.Model.USDPerHour},
+			} {
+				assert.InEpsilon(t, f.exact, f.reuse, 0.01, "%s: reuse %.6g, exact %.6g", f.name, f.reuse, f.exact)
+			}
+			t.Logf("reuse %.4f ms (%d of %d cores, %d instructions), exact %.4f ms (%d): %+.3f%%", reuse.Model.TimeS*1e3, reuse.CoresUsed, exact.CoresUsed, ri,
+				exact.Model.TimeS*1e3, ei, 100*(reuse.Model.TimeS/exact.Model.TimeS-1))
+		})
+	}
+}
+
 // The GPU baselines time the same graph: positive times, tokens/s from
 // them, percentages within 100, and the speed ratio as defined.
 func TestGPUComparison(t *testing.T) {

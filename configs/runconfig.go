@@ -100,9 +100,11 @@ type ModelWorkload struct {
 	// dequantised on chip) or fp8e4 (FP8 double-row matmuls where TensorE
 	// has them, dequantised elsewhere).
 	WeightsDType string `yaml:"weights_dtype"`
-	// Exact simulates every layer and every copy; by default six identical
-	// layers are simulated and the rest take the inner ones' mean time,
-	// and copies of parallel.replicas that share no hardware take one's.
+	// Exact simulates every layer, copy, rank and decode step; by default
+	// six identical layers are simulated and the rest take the inner ones'
+	// mean time, copies of parallel.replicas that share no hardware take
+	// one's, the ranks of a copy on symmetric hardware a unit's
+	// (symmetric-core reuse), and a decode the mean-length step's.
 	Exact bool `yaml:"exact"`
 	// RoutingSkew is how unevenly a mixture of experts' token picks spread
 	// over its experts: 0 (the default) evenly; s > 0 expert i's share in

@@ -218,7 +218,7 @@ exits with 130 or 143.`,
 	f.StringVar(&plotWindow, "plot-window", "", "with --plots: the engine timeline's window of simulated time `START:END`, such as 0:50us (default: from the start, as many intervals as the recorder keeps)")
 	f.StringVar(&gpuList, "gpu", "", "models: the GPU baselines, comma-separated presets (`h100,b200`; none: no comparison); overrides workload.model.gpus")
 	f.StringVar(&gpuOps, "gpu-ops", "", "models: write the GPU kernel shapes for scripts/gpu-calibrate.py to `FILE` (- for standard output) and stop: nothing is simulated")
-	f.BoolVar(&exact, "exact", false, "models: simulate every layer (by default six are, and the rest take the mean time of the third to the fifth), every copy of parallel.replicas (by default one, where the copies share no hardware) and every decode step, each a launch at its cache length (by default the step at the mean cache length)")
+	f.BoolVar(&exact, "exact", false, "models: simulate every layer (by default six are, and the rest take the mean time of the third to the fifth), every copy of parallel.replicas (by default one, where the copies share no hardware), every rank of a copy (by default a unit, an HBM stack's cores or a chip, where the hardware and the collectives are symmetric) and every decode step, each a launch at its cache length (by default the step at the mean cache length)")
 	f.BoolVar(&sweepBase, "sweep-base", false, "the argument is a sweep file: run its inline base: (how trnsim sweep runs a point)")
 	_ = f.MarkHidden("sweep-base")
 	f.BoolVar(&opts.NoSync, "no-sync", false, "rename the outputs into place without syncing them to disk (scratch files read at once: how trnsim sweep runs a point)")

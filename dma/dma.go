@@ -332,14 +332,21 @@ func (sh *share) Rescale(now clock.Time) {
 	}
 }
 
-// poke brings the engines up to date now, after a share of one of them
-// was rescaled: at once, or, inside update, once more before it ends.
+// poke has the engines brought up to date at now, after a share of one of
+// them was rescaled to end sooner: inside update, by one more pass before
+// it ends; otherwise by a wake-up now (never by updating from inside
+// another subsystem's work).
 func (d *Subsystem) poke(now clock.Time) {
 	if d.updating {
 		d.repoke = true
 		return
 	}
-	d.update(now)
+	now = clock.Max(now, d.env.Now())
+	if d.pending > now {
+		d.gen++
+		d.pending = now
+		d.events.Schedule(d.env.Engine, now, d.gen)
+	}
 }
 
 // writeID is the engine number the written HBM side of engine e's share
@@ -572,6 +579,19 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 			return err
 		}
 	}
+	if a := &in.Attrs; a.Via && in.Op == isa.OpDMACopy {
+		per := int32(max(d.cfg.CoresPerChip, 1))
+		if a.ViaCore < 0 || a.ViaCore >= per || a.MirrorCore < 0 || a.MirrorCore >= per || a.MirrorChip < 0 {
+			return fmt.Errorf("via=%d.%d mirror=%d.%d: a chip has cores 0 to %d", a.ViaChip, a.ViaCore, a.MirrorChip, a.MirrorCore, per-1)
+		}
+		if f := d.env.Fabric; f != nil {
+			for i := 0; i+1 < len(a.LinkImages); i += 2 {
+				if _, err := f.Route(int(a.LinkImages[i]), int(a.LinkImages[i+1])); err != nil {
+					return fmt.Errorf("images=%d.%d: %w", a.LinkImages[i], a.LinkImages[i+1], err)
+				}
+			}
+		}
+	}
 	p := d.plan(in)
 	ready := trigger + d.cfg.StartLatency
 	if d.cfg.CollectiveOverhead > 0 && d.env.IsCollective != nil && in.OpID != 0 && d.env.IsCollective(in.OpID) {
@@ -697,7 +717,17 @@ func (d *Subsystem) split() {
 			if sh := e0.active[q]; sh != nil {
 				c := *sh
 				c.mult = 1
+				c.eng = eng
 				eng.active[q] = &c
+				if now := d.env.Now(); c.start == now {
+					// Started now: rescaled with the others of now.
+					if c.stack >= 0 {
+						c.hbmMem.Started(c.stack, now, &c)
+					}
+					if c.stack2 >= 0 && (c.hbm2Mem != c.hbmMem || c.stack2 != c.stack) {
+						c.hbm2Mem.Started(c.stack2, now, &c)
+					}
+				}
 			}
 		}
 		eng.activeQs = append(eng.activeQs[:0], e0.activeQs...)

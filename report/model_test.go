@@ -277,6 +277,10 @@ func TestSymmetricReuseMatchesExact(t *testing.T) {
 			"name: llama-3.2-1b, mode: decode, batch: 4, context: 512, layers: 1", 8},
 		{"llama-3.2-1b prefill of 130 tokens, tp 8 (unequal pieces)", "{preset: trn2, chip: {lnc: 1}}", "{tp: 8}",
 			"name: llama-3.2-1b, mode: prefill, seq: 130, layers: 1", 0},
+		// A custom ring whose links differ: the routes' hops and latency
+		// alike, their bandwidths not.
+		{"llama-3.2-1b decode, tp 32 over a custom ring with a slow link", "{preset: trn2, chips: 4, chip: {lnc: 1}, topology: {kind: custom, links: [{a: 0, b: 1, bandwidth_gbps: 100}, {a: 1, b: 2, bandwidth_gbps: 100}, {a: 2, b: 3, bandwidth_gbps: 5}, {a: 3, b: 0, bandwidth_gbps: 100}]}}", "{tp: 32}",
+			"name: llama-3.2-1b, mode: decode, batch: 4, context: 512, layers: 1", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(exact bool) (*report.Report, int64) {

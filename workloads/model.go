@@ -332,12 +332,14 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 			mi.LayerOf[o.ID] = l
 		}
 	}
+	// The ranks the program simulates: a unit's with symmetric-core reuse.
+	progRanks := simRanks
 	if p.SimulatedRanks > 0 {
-		mi.SimRanks, simRanks = p.SimulatedRanks, p.SimulatedRanks
+		mi.SimRanks, progRanks = p.SimulatedRanks, p.SimulatedRanks
 	}
 	// Every simulated rank runs its part of the graph: the work is the
 	// simulated ranks' together.
-	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()) * float64(simRanks), MinHBMBytes: sim.MinHBMBytes() * int64(simRanks),
+	info := &Info{Name: name, Kind: "model", DType: isa.BF16, CoresUsed: len(p.Cores), FLOPs: float64(sim.FLOPs()) * float64(progRanks), MinHBMBytes: sim.MinHBMBytes() * int64(progRanks),
 		Model: mi, Notes: append(res.Notes, p.Notes...), Choices: []Choice{queueChoice(cfg)}}
 	mi.Graph = g
 	mi.GraphTP = func(tp int) (*graph.Graph, error) {

@@ -34,6 +34,7 @@ func Target(cfg *configs.RunConfig) *sched.Target {
 	t.ClockGHz[isa.EngineGpSimd] = co.GpSimd.ClockGHz
 	t.ClockGHz[isa.EngineSync] = co.Sync.ClockGHz
 	t.ChipHops, t.ChipLatencyNs = chipRoutes(h)
+	t.SymmetricLinks = h.Topology.Kind != "custom"
 	t.CoresPerStack = h.Chip.Cores
 	if st := h.Chip.HBM.Stacks; h.Chip.HBM.InterleaveBytes == 0 && st > 0 && h.Chip.Cores%st == 0 {
 		t.CoresPerStack = h.Chip.Cores / st

@@ -325,8 +325,10 @@ func (e *expander) coresLoop(l *tile.Loop) error {
 				colls = append(colls, it.steps[0])
 			}
 		}
-		if unit := e.symmetricUnit(ph.ranks, colls); ok && unit != nil {
-			e.reduceTo(l, ph, unit, firstTile)
+		if ok {
+			if unit := e.symmetricUnit(ph.ranks, colls); unit != nil {
+				e.reduceTo(l, ph, unit, firstTile)
+			}
 		}
 	}
 	for _, it := range items {

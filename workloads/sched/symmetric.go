@@ -33,7 +33,10 @@ import (
 //     semaphore updates are d's, its bytes land on g(d). Transfers issued
 //     outside the unit are dropped. Every later access to what the image
 //     wrote orders after x, as it would after the image.
-//   - The checks, any of which failing leaves the loop whole: every
+//   - The checks, any of which failing leaves the loop whole: the
+//     target's links alike wherever the shifts take a route
+//     (Target.SymmetricLinks: not a custom topology, whose links may
+//     differ one by one); every
 //     collective is an all-reduce, reduce-scatter, all-gather or
 //     all-to-all over all of the loop's ranks (one group, no rank of it
 //     accessed by another's op), the ranks whole stacks or chips; every
@@ -54,8 +57,15 @@ import (
 // collectives (one group each), or nil where it does not apply.
 func (e *expander) symmetricUnit(ranks []int, colls [][]cstep) []int {
 	n := len(ranks)
-	if len(colls) == 0 || n < 2 {
+	if len(colls) == 0 || n < 2 || !e.tg.SymmetricLinks {
 		return nil
+	}
+	for _, steps := range colls {
+		// One group over every rank of the loop: ranks outside a
+		// collective's group would run another program.
+		if len(steps) == 0 || len(steps[0].ranks) != n {
+			return nil
+		}
 	}
 	per := max(e.tg.Limits.CoresPerChip, 1)
 	lo := ranks[0]

@@ -2,6 +2,7 @@ package sched_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,13 +112,18 @@ func TestSymmetricReuseOnlyForIdenticalRanks(t *testing.T) {
 	}{
 		{"rank 0 has extra work", symKernel(8, tile.AllReduce, tile.AlgoMesh, 512, true)},
 		{"unequal pieces", symKernel(8, tile.AllReduce, tile.AlgoRing, 130, false)},
+		// A collective per group of four: no rank's transfers may change.
+		{"groups of four", strings.Replace(symKernel(8, tile.AllReduce, tile.AlgoMesh, 512, false), "algo=mesh", "algo=mesh group_size=4", 1)},
+		{"a group of some of the ranks", strings.Replace(symKernel(8, tile.AllReduce, tile.AlgoMesh, 512, false), "algo=mesh", "algo=mesh group=[0, 1, 2, 3]", 1)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, exact := symSchedule(t, sys, c.src, false)
+			pe, exact := symSchedule(t, sys, c.src, false)
 			p, reuse := symSchedule(t, sys, c.src, true)
 			assert.Zero(t, p.SimulatedRanks)
 			assert.Len(t, p.Cores, 8)
 			assert.Equal(t, exact.SimTime, reuse.SimTime)
+			assert.Equal(t, exact.Instructions, reuse.Instructions)
+			assert.Equal(t, programText(t, pe), programText(t, p), "the same program")
 		})
 	}
 	p, _ := symSchedule(t, sys, symKernel(8, tile.AllReduce, tile.AlgoMesh, 512, false), true)

@@ -76,6 +76,11 @@ type Target struct {
 	// them (collective.go, topo.go).
 	ChipHops      [][]int
 	ChipLatencyNs [][]float64
+	// SymmetricLinks says a route's links are alike wherever a shift of
+	// the chips takes it (a ring, torus or switch, whose axes have one
+	// bandwidth each), so that symmetric-core reuse may compare routes by
+	// their hops and latency; false for a custom topology.
+	SymmetricLinks bool
 	// CoresPerStack is how many of a chip's cores share an HBM stack (the
 	// chip's cores where the stacks are interleaved; 0: unknown):
 	// symmetric-core reuse simulates whole stacks (Options.SymmetricRanks).
@@ -103,6 +108,7 @@ type TargetKey struct {
 	descNs                               float64
 	descMaxBytes                         int64
 	coresPerStack                        int
+	symmetricLinks                       bool
 }
 
 // Key returns the target's key.
@@ -111,7 +117,7 @@ func (t *Target) Key() TargetKey {
 		dmaEngineGBps: t.DMAEngineGBps, dmaStartNs: t.DMAStartNs, dmaDoneNs: t.DMACompletionNs,
 		hbmBytes: t.HBMBytes, qosClasses: t.DMAQoSClasses, hbmGBps: t.HBMGBps, transposeEff: t.DMATransposeEfficiency,
 		backgroundLS: t.BackgroundLoadStationary, descNs: t.DMADescriptorNs, descMaxBytes: t.DMADescriptorMaxBytes,
-		coresPerStack: t.CoresPerStack}
+		coresPerStack: t.CoresPerStack, symmetricLinks: t.SymmetricLinks}
 }
 
 // WithoutSBUF is the key with the SBUF size left out.

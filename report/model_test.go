@@ -243,16 +243,7 @@ func TestReplicaReuseMatchesExact(t *testing.T) {
 			}
 			require.Equal(t, 1, reuse.Model.SimulatedReplicas)
 			assert.Less(t, ri, ei, "reuse simulates fewer instructions")
-			for _, f := range []struct {
-				name         string
-				reuse, exact float64
-			}{
-				{"time", reuse.Model.TimeS, exact.Model.TimeS}, {"tokens/s", reuse.Model.TokensPerS, exact.Model.TokensPerS},
-				{"MFU", reuse.Model.MFUPct, exact.Model.MFUPct}, {"MBU", reuse.Model.MBUPct, exact.Model.MBUPct},
-				{"$/h", reuse.Model.USDPerHour, exact.Model.USDPerHour},
-			} {
-				assert.InEpsilon(t, f.exact, f.reuse, 0.01, "%s: reuse %.6g, exact %.6g", f.name, f.reuse, f.exact)
-			}
+			assertModelFiguresWithin(t, reuse, exact, 0.01)
 			t.Logf("reuse %.4f ms (%d instructions), exact %.4f ms (%d): %+.3f%%", reuse.Model.TimeS*1e3, ri, exact.Model.TimeS*1e3, ei,
 				100*(reuse.Model.TimeS/exact.Model.TimeS-1))
 		})
@@ -299,19 +290,26 @@ func TestSymmetricReuseMatchesExact(t *testing.T) {
 			assert.Equal(t, tc.unit, reuse.CoresUsed)
 			assert.Equal(t, exact.CoresUsed, reuse.ModelCores(), "the plan's cores")
 			assert.Less(t, ri, ei, "reuse simulates fewer instructions")
-			for _, f := range []struct {
-				name         string
-				reuse, exact float64
-			}{
-				{"time", reuse.Model.TimeS, exact.Model.TimeS}, {"tokens/s", reuse.Model.TokensPerS, exact.Model.TokensPerS},
-				{"MFU", reuse.Model.MFUPct, exact.Model.MFUPct}, {"MBU", reuse.Model.MBUPct, exact.Model.MBUPct},
-				{"$/h", reuse.Model.USDPerHour, exact.Model.USDPerHour},
-			} {
-				assert.InEpsilon(t, f.exact, f.reuse, 0.01, "%s: reuse %.6g, exact %.6g", f.name, f.reuse, f.exact)
-			}
+			assertModelFiguresWithin(t, reuse, exact, 0.01)
 			t.Logf("reuse %.4f ms (%d of %d cores, %d instructions), exact %.4f ms (%d): %+.3f%%", reuse.Model.TimeS*1e3, reuse.CoresUsed, exact.CoresUsed, ri,
 				exact.Model.TimeS*1e3, ei, 100*(reuse.Model.TimeS/exact.Model.TimeS-1))
 		})
+	}
+}
+
+// assertModelFiguresWithin checks a reused run's model figures (time,
+// tokens/s, MFU, MBU, $/h) against the exact run's, within eps.
+func assertModelFiguresWithin(t *testing.T, reuse, exact *report.Report, eps float64) {
+	t.Helper()
+	for _, f := range []struct {
+		name         string
+		reuse, exact float64
+	}{
+		{"time", reuse.Model.TimeS, exact.Model.TimeS}, {"tokens/s", reuse.Model.TokensPerS, exact.Model.TokensPerS},
+		{"MFU", reuse.Model.MFUPct, exact.Model.MFUPct}, {"MBU", reuse.Model.MBUPct, exact.Model.MBUPct},
+		{"$/h", reuse.Model.USDPerHour, exact.Model.USDPerHour},
+	} {
+		assert.InEpsilon(t, f.exact, f.reuse, eps, "%s: reuse %.6g, exact %.6g", f.name, f.reuse, f.exact)
 	}
 }
 

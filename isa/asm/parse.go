@@ -702,6 +702,24 @@ func (p *parser) coreRef() ([2]int32, error) {
 	return [2]int32{}, p.errAt(t.col, "expected CHIP.CORE or CORE, got %q", t.text)
 }
 
+// coreRefList reads [CHIP.CORE, ...], calling add for each.
+func (p *parser) coreRefList(add func([2]int32)) error {
+	if err := p.expect("["); err != nil {
+		return err
+	}
+	for {
+		c, err := p.coreRef()
+		if err != nil {
+			return err
+		}
+		add(c)
+		if !p.isPunct(",") {
+			return p.expect("]")
+		}
+		p.take()
+	}
+}
+
 func (p *parser) attrs(in *isa.Instruction) error {
 	seen := map[string]bool{}
 	a := &in.Attrs
@@ -853,24 +871,7 @@ func (p *parser) attrs(in *isa.Instruction) error {
 			}
 			a.MirrorChip, a.MirrorCore = c[0], c[1]
 		case "images":
-			if err := p.expect("["); err != nil {
-				return err
-			}
-			for {
-				c, err := p.coreRef()
-				if err != nil {
-					return err
-				}
-				a.LinkImages = append(a.LinkImages, c[0], c[1])
-				if p.isPunct(",") {
-					p.take()
-					continue
-				}
-				if err := p.expect("]"); err != nil {
-					return err
-				}
-				break
-			}
+			err = p.coreRefList(func(c [2]int32) { a.LinkImages = append(a.LinkImages, c[0], c[1]) })
 		case "sem":
 			s, err := p.sem()
 			if err != nil {
@@ -889,24 +890,7 @@ func (p *parser) attrs(in *isa.Instruction) error {
 				return p.errAt(t.col, "target must not be negative")
 			}
 		case "cores":
-			if err := p.expect("["); err != nil {
-				return err
-			}
-			for {
-				c, err := p.coreRef()
-				if err != nil {
-					return err
-				}
-				a.BarrierCores = append(a.BarrierCores, isa.SemRef{Chip: c[0], Core: c[1]})
-				if p.isPunct(",") {
-					p.take()
-					continue
-				}
-				if err := p.expect("]"); err != nil {
-					return err
-				}
-				break
-			}
+			err = p.coreRefList(func(c [2]int32) { a.BarrierCores = append(a.BarrierCores, isa.SemRef{Chip: c[0], Core: c[1]}) })
 		}
 		if err != nil {
 			return err

@@ -597,6 +597,14 @@ func (e *expander) access(v view) tile.Access {
 	return a
 }
 
+// cst returns the expression of constant v, one for every use of v.
+func (e *expander) cst(v int64) tile.Expr {
+	if c, ok := e.consts[v]; ok {
+		return c
+	}
+	return e.intern(tile.C(v))
+}
+
 // intern returns one expression for every constant of a value.
 func (e *expander) intern(x tile.Expr) tile.Expr {
 	v, ok := x.Const()
@@ -966,6 +974,9 @@ type cbuild struct {
 	// numbers by position to the message's (nil: the same).
 	members []int
 	pp      []int
+	// slotDims are each member's staging slot dimensions after the index
+	// (slot).
+	slotDims [][]vdim
 	// block, for a group over several chips, is the cores of a chip: a
 	// run of pieces never spans positions of two blocks, so that every
 	// member moves the same transfers whatever the order puts next to its
@@ -1080,13 +1091,21 @@ func (b *cbuild) slot(j, i int) view {
 		}
 		b.stage = b.e.scratchTile(b.c, b.l, "stage", b.in[0].t.DType, append([]int64{int64(b.n - 1)}, shape...), b.members)
 	}
-	v := view{t: b.stage, rank: b.group[j], dims: []vdim{{start: tile.C(int64(b.dist(i, j) - 1)), n: 1, step: 1, index: true}}}
-	for _, d := range b.in[j].part(b.n, j, j+1).dims {
-		if !d.index {
-			v.dims = append(v.dims, vdim{start: tile.C(0), n: d.n, step: 1})
+	// A slot's dimensions after its index are member j's piece's, made
+	// once per member (a mesh over n members asks for n(n-1) slots).
+	if b.slotDims == nil {
+		b.slotDims = make([][]vdim, b.n)
+	}
+	if b.slotDims[j] == nil {
+		for _, d := range b.in[j].part(b.n, j, j+1).dims {
+			if !d.index {
+				b.slotDims[j] = append(b.slotDims[j], vdim{start: b.e.cst(0), n: d.n, step: 1})
+			}
 		}
 	}
-	return v
+	dims := make([]vdim, 0, 1+len(b.slotDims[j]))
+	dims = append(dims, vdim{start: b.e.cst(int64(b.dist(i, j) - 1)), n: 1, step: 1, index: true})
+	return view{t: b.stage, rank: b.group[j], dims: append(dims, b.slotDims[j]...)}
 }
 
 // meshReduceScatter is the one-step reduce-scatter of mesh: in its first

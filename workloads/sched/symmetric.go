@@ -109,9 +109,6 @@ func (e *expander) symmetricUnit(ranks []int, colls [][]cstep) []int {
 	return unit
 }
 
-// symPair is a transfer's key: its issuer's and destination's positions.
-type symPair struct{ from, to int }
-
 // routeSig is what a transfer's timing depends on of its two ends.
 type routeSig struct {
 	sameChip, crossStack bool
@@ -180,18 +177,20 @@ func (e *expander) symmetric(steps []cstep, unit []int, per int) ([][]xfer, bool
 		return (p + t) % n
 	}
 	out := make([][]xfer, len(steps))
+	// byPair[from*n+to] lists a step's transfers between two positions, in
+	// order (cleared after each step).
+	byPair := make([][]int, n*n)
 	for k := range steps {
 		xs := steps[k].xs
 		dstPos := make([]int, len(xs))
 		occ := make([]int, len(xs))
-		byPair := map[symPair][]int{}
 		for j, x := range xs {
 			d, ok := pos[x.dst.rank]
 			if !ok || x.src.rank != group[x.issuer] {
 				return nil, false
 			}
 			dstPos[j] = d
-			key := symPair{x.issuer, d}
+			key := x.issuer*n + d
 			occ[j] = len(byPair[key])
 			byPair[key] = append(byPair[key], j)
 		}
@@ -212,7 +211,7 @@ func (e *expander) symmetric(steps []cstep, unit []int, per int) ([][]xfer, bool
 				if a, b := group[hi]/per, group[hd]/per; a != b {
 					images = append(images, int32(a), int32(b))
 				}
-				imgs := byPair[symPair{hi, hd}]
+				imgs := byPair[hi*n+hd]
 				if occ[j] >= len(imgs) {
 					return nil, false
 				}
@@ -248,6 +247,7 @@ func (e *expander) symmetric(steps []cstep, unit []int, per int) ([][]xfer, bool
 			if !covered[j] {
 				return nil, false
 			}
+			byPair[xs[j].issuer*n+dstPos[j]] = byPair[xs[j].issuer*n+dstPos[j]][:0]
 		}
 	}
 	return out, true

@@ -252,11 +252,11 @@ func TestReplicaReuseMatchesExact(t *testing.T) {
 
 // Symmetric-core reuse simulates a unit of a copy's ranks (an HBM stack's
 // cores on one chip, one chip across chips) and gives the figures of
-// simulating every rank within 1%: on a chip, and over the links between
-// two chips that every rank of a chip shares; and not at all where the
-// ranks differ (a prompt whose rows do not divide over the ranks: their
-// collectives' pieces differ). (Over four or more chips of a torus the
-// exact run's chips are not all alike: docs/models.md.)
+// simulating every rank within 1%: on a chip, over the links between two
+// chips that every rank of a chip shares, and over four chips of a torus
+// whose routes pass through other chips; and not at all where the ranks
+// differ (a prompt whose rows do not divide over the ranks: their
+// collectives' pieces differ) or the links may (a custom topology).
 func TestSymmetricReuseMatchesExact(t *testing.T) {
 	for _, tc := range []struct {
 		name, hw, par, model string
@@ -266,6 +266,8 @@ func TestSymmetricReuseMatchesExact(t *testing.T) {
 			"name: llama-3-8b, mode: prefill, seq: 512, layers: 1", 2},
 		{"llama-3.2-1b decode, tp 16 over two trn2.48xlarge chips", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 16}",
 			"name: llama-3.2-1b, mode: decode, batch: 4, context: 512, layers: 1", 8},
+		{"llama-3-8b decode, tp 32 over four chips of a 4x4 torus", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 32}",
+			"name: llama-3-8b, mode: decode, batch: 8, context: 1024, layers: 1", 8},
 		{"llama-3.2-1b prefill of 130 tokens, tp 8 (unequal pieces)", "{preset: trn2, chip: {lnc: 1}}", "{tp: 8}",
 			"name: llama-3.2-1b, mode: prefill, seq: 130, layers: 1", 0},
 		// A custom ring whose links differ: the routes' hops and latency

@@ -1345,7 +1345,19 @@ func (b *cbuild) allGather() {
 					b.x(i, b.pout(j, a, a+1), b.in[i], false)
 					continue
 				}
-				b.runs(lo, lo+d, func(lo, hi int) { b.x(i, b.pout(j, lo, hi), b.pout(i, lo, hi), false) })
+				send := func(lo, hi int) { b.x(i, b.pout(j, lo, hi), b.pout(i, lo, hi), false) }
+				if b.block == 0 || d <= b.block {
+					b.runs(lo, lo+d, send)
+					continue
+				}
+				// Over several chips' blocks: its own block first, then the
+				// others in XOR order from it, so that every member sends
+				// alike (symmetric.go's shifts keep the order).
+				own := (i - lo) / b.block
+				for k := 0; k < d/b.block; k++ {
+					blo := lo + (own^k)*b.block
+					b.runs(blo, blo+b.block, send)
+				}
 			}
 		}
 	default: // ring

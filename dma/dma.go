@@ -1201,17 +1201,26 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	if sh.route != nil && work > 0 {
 		// Nor the links on its way: they are booked in order, and the
 		// share ends no sooner than its bytes have crossed them.
+		// Bookings of one time share the links (noc.Fabric.Defer): the
+		// share learns its end once every booking of now is made, and is
+		// rescaled to it.
 		f := d.env.Fabric
-		end := f.Reserve(sh.route, now, sh.bytes*int64(sh.mult))
-		sh.linkSlow = float64(end-now) / work
+		bytes := sh.bytes * int64(sh.mult)
+		flush := f.Defer(sh.route, now, bytes, func(end clock.Time) {
+			sh.linkSlow = float64(end-now) / sh.work0
+			sh.Rescale(now)
+		})
 		// The images of a transfer that stands for others' (symmetric-core
 		// reuse) load their routes' links as their own bytes would.
 		if a := &sh.t.in.Attrs; a.Via {
 			for i := 0; i+1 < len(a.LinkImages); i += 2 {
 				if r, err := f.Route(int(a.LinkImages[i]), int(a.LinkImages[i+1])); err == nil {
-					f.Reserve(r, now, sh.bytes*int64(sh.mult))
+					flush = f.Defer(r, now, bytes, nil) || flush
 				}
 			}
+		}
+		if flush {
+			d.env.Engine.Schedule(eventpool.NewCall(now, f.Flush))
 		}
 	}
 	sh.slow = max(1, sh.linkSlow, sh.hbmSlow())

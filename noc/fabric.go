@@ -82,12 +82,27 @@ type Fabric struct {
 	routes []*Route
 	// adj is a custom topology's adjacency: per chip, (neighbour, link).
 	adj [][][2]int
+	// pending are the bookings deferred at pendAt (Defer).
+	pending []deferred
+	pendAt  clock.Time
 }
 
 type link struct {
 	stats LinkStats
 	// busyUntil is when the link's last reservation ends.
 	busyUntil clock.Time
+	// pendBytes are the bytes of the deferred bookings crossing the link;
+	// pendStart and pendEnd their start and the last one's end (Flush).
+	pendBytes          int64
+	pendStart, pendEnd clock.Time
+}
+
+// deferred is a booking made at one time and resolved with the others of
+// that time (Defer, Flush).
+type deferred struct {
+	links []int32
+	bytes int64
+	done  func(end clock.Time)
 }
 
 // New builds a fabric, checking the configuration.
@@ -410,6 +425,85 @@ func (f *Fabric) Reserve(r *Route, now clock.Time, bytes int64) clock.Time {
 		l.stats.Busy += end - start
 	}
 	return end
+}
+
+// Defer books bytes on route r for a share ready at now, as Reserve does,
+// but together with every other booking made at now: Flush resolves them
+// at once, when nothing else happens at now, and calls done with the
+// share's end. Bookings of one time share their links whatever order the
+// simulation makes them in: each starts when the busiest of its links is
+// free and ends when every link it crosses has carried the bookings of
+// that time that cross it (its links serve them side by side). It reports
+// whether the booking is the first of its time, whose caller schedules
+// the Flush.
+func (f *Fabric) Defer(r *Route, now clock.Time, bytes int64, done func(end clock.Time)) bool {
+	if r == nil || bytes <= 0 {
+		if done != nil {
+			done(now)
+		}
+		return false
+	}
+	first := len(f.pending) == 0
+	if !first && f.pendAt != now {
+		f.Flush()
+		first = true
+	}
+	f.pendAt = now
+	f.pending = append(f.pending, deferred{links: r.Links, bytes: bytes, done: done})
+	return first
+}
+
+// Flush resolves the deferred bookings (Defer).
+func (f *Fabric) Flush() {
+	if len(f.pending) == 0 {
+		return
+	}
+	now := f.pendAt
+	for _, p := range f.pending {
+		for _, li := range p.links {
+			l := &f.links[li]
+			if l.pendBytes == 0 {
+				l.pendStart, l.pendEnd = clock.Max(now, l.busyUntil), 0
+			}
+			l.pendBytes += p.bytes
+		}
+	}
+	ends := make([]clock.Time, len(f.pending))
+	for i, p := range f.pending {
+		start := now
+		for _, li := range p.links {
+			start = clock.Max(start, f.links[li].pendStart)
+		}
+		end := start
+		for _, li := range p.links {
+			l := &f.links[li]
+			end = clock.Max(end, start+clock.FromNanoseconds(float64(l.pendBytes)/l.stats.GBps))
+		}
+		ends[i] = end
+		for _, li := range p.links {
+			l := &f.links[li]
+			l.pendEnd = clock.Max(l.pendEnd, end)
+			l.stats.Bytes += p.bytes
+			l.stats.Shares++
+		}
+	}
+	for _, p := range f.pending {
+		for _, li := range p.links {
+			l := &f.links[li]
+			if l.pendBytes > 0 {
+				l.stats.Busy += l.pendEnd - l.pendStart
+				l.busyUntil = l.pendEnd
+				l.pendBytes = 0
+			}
+		}
+	}
+	pending := f.pending
+	f.pending = nil
+	for i, p := range pending {
+		if p.done != nil {
+			p.done(ends[i])
+		}
+	}
 }
 
 // Stats returns every directed link's counters, in link order.

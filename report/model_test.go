@@ -265,9 +265,9 @@ func TestSymmetricReuseMatchesExact(t *testing.T) {
 		{"llama-3-8b prefill, tp 8, one trn2 chip", "{preset: trn2, chip: {lnc: 1}}", "{tp: 8}",
 			"name: llama-3-8b, mode: prefill, seq: 512, layers: 1", 2},
 		{"llama-3.2-1b decode, tp 16 over two trn2.48xlarge chips", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 16}",
-			"name: llama-3.2-1b, mode: decode, batch: 4, context: 512, layers: 1", 8},
+			"name: llama-3.2-1b, mode: decode, batch: 4, context: 512, layers: 1", 2},
 		{"llama-3-8b decode, tp 32 over four chips of a 4x4 torus", "{instance: trn2.48xlarge, chip: {lnc: 1}}", "{tp: 32}",
-			"name: llama-3-8b, mode: decode, batch: 8, context: 1024, layers: 1", 8},
+			"name: llama-3-8b, mode: decode, batch: 8, context: 1024, layers: 1", 2},
 		{"llama-3.2-1b prefill of 130 tokens, tp 8 (unequal pieces)", "{preset: trn2, chip: {lnc: 1}}", "{tp: 8}",
 			"name: llama-3.2-1b, mode: prefill, seq: 130, layers: 1", 0},
 		// A custom ring whose links differ: the routes' hops and latency

@@ -69,6 +69,8 @@ func (e *Engine) Schedule(ev sim.Event) {
 	en := entry{ev: ev, ord: orderOther}
 	if w, ok := ev.(*Event); ok {
 		en.at, en.ord = w.At, w.order
+	} else if c, ok := ev.(*Call); ok {
+		en.at = c.at
 	} else {
 		en.at = clock.Time(math.Round(float64(ev.Time()) * 1e15))
 		if ev.IsSecondary() {
@@ -171,4 +173,29 @@ func (e *Engine) Finished() {
 	for _, h := range e.ends {
 		h.Handle(e.nowV)
 	}
+}
+
+// Call is an event that calls a function when handled: after every
+// wake-up of its time (Engine's order for other events).
+type Call struct {
+	at clock.Time
+	fn func()
+}
+
+// NewCall returns an event at time at that calls fn.
+func NewCall(at clock.Time, fn func()) *Call { return &Call{at: at, fn: fn} }
+
+// Time returns the event's time in Akita's units.
+func (c *Call) Time() sim.VTimeInSec { return c.at.VTime() }
+
+// Handler returns the event itself, which calls its function.
+func (c *Call) Handler() sim.Handler { return c }
+
+// IsSecondary reports false.
+func (c *Call) IsSecondary() bool { return false }
+
+// Handle calls the function.
+func (c *Call) Handle(sim.Event) error {
+	c.fn()
+	return nil
 }

@@ -74,39 +74,52 @@ func (e *expander) symmetricUnit(ranks []int, colls [][]cstep) []int {
 			return nil
 		}
 	}
-	var u int
+	// The units to try, smallest first: an HBM stack's cores (within a
+	// chip, or across whole chips where the shifts keep the routes), then
+	// across chips a whole chip.
+	var units []int
+	st := e.tg.CoresPerStack
 	if lo/per == (lo+n-1)/per {
-		u = e.tg.CoresPerStack
-		if u <= 0 || (lo%per)%u != 0 {
+		if st <= 0 || (lo%per)%st != 0 {
 			return nil
 		}
+		units = []int{st}
 	} else {
 		if lo%per != 0 || n%per != 0 {
 			return nil
 		}
-		u = per
-	}
-	if n%u != 0 || n/u < 2 {
-		return nil
-	}
-	unit := make([]int, u)
-	for i := range unit {
-		unit[i] = lo + i
-	}
-	outs := make([][][]xfer, len(colls))
-	for c, steps := range colls {
-		var ok bool
-		if outs[c], ok = e.symmetric(steps, unit, per); !ok {
-			return nil
+		if st > 0 && st < per && per%st == 0 {
+			units = append(units, st)
 		}
+		units = append(units, per)
 	}
-	// Every collective passed: keep the unit's transfers.
-	for c, steps := range colls {
-		for k := range steps {
-			steps[k].xs = outs[c][k]
+	for _, u := range units {
+		if n%u != 0 || n/u < 2 {
+			continue
 		}
+		unit := make([]int, u)
+		for i := range unit {
+			unit[i] = lo + i
+		}
+		outs := make([][][]xfer, len(colls))
+		ok := true
+		for c, steps := range colls {
+			if outs[c], ok = e.symmetric(steps, unit, per); !ok {
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		// Every collective passed: keep the unit's transfers.
+		for c, steps := range colls {
+			for k := range steps {
+				steps[k].xs = outs[c][k]
+			}
+		}
+		return unit
 	}
-	return unit
+	return nil
 }
 
 // routeSig is what a transfer's timing depends on of its two ends.

@@ -1206,9 +1206,17 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 		// rescaled to it.
 		f := d.env.Fabric
 		bytes := sh.bytes * int64(sh.mult)
+		t, qq, w := sh.t, q, sh.work0
 		flush := f.Defer(sh.route, now, bytes, func(end clock.Time) {
-			sh.linkSlow = float64(end-now) / sh.work0
-			sh.Rescale(now)
+			// The share, and its copies on the other engines if the
+			// engines split since (split): every engine's part ends then.
+			slow := float64(end-now) / w
+			for _, eng := range d.engines {
+				if s := eng.active[qq]; s != nil && s.t == t && s.start == now {
+					s.linkSlow = slow
+					s.Rescale(now)
+				}
+			}
 		})
 		// The images of a transfer that stands for others' (symmetric-core
 		// reuse) load their routes' links as their own bytes would.

@@ -349,6 +349,33 @@ func (d *Subsystem) poke(now clock.Time) {
 	}
 }
 
+// stackOfCore is the HBM stack next to a core of a chip (-1: unknown).
+func (d *Subsystem) stackOfCore(core int32) int {
+	if d.cfg.CoresPerChip <= 0 {
+		return -1
+	}
+	return int(core) * d.cfg.Stacks / d.cfg.CoresPerChip
+}
+
+// hbmID is the engine number the first HBM side of engine e's share
+// counts as: the written side's (writeID) when it writes.
+func (sh *share) hbmID(d *Subsystem, e int) int {
+	if sh.hbmWrite {
+		return sh.writeID(d, e)
+	}
+	return d.engineID(e)
+}
+
+// eachStack calls fn for every HBM stack the active share holds, once.
+func (sh *share) eachStack(fn func(h *memory.HBM, stack int)) {
+	if sh.stack >= 0 {
+		fn(sh.hbmMem, sh.stack)
+	}
+	if sh.stack2 >= 0 && (sh.hbm2Mem != sh.hbmMem || sh.stack2 != sh.stack) {
+		fn(sh.hbm2Mem, sh.stack2)
+	}
+}
+
 // writeID is the engine number the written HBM side of engine e's share
 // counts as: the engine's own, or the mirrored core's (mirrorBase).
 func (sh *share) writeID(d *Subsystem, e int) int {
@@ -542,10 +569,7 @@ func (d *Subsystem) fabricOf(p *plan, t *transfer) (*noc.Route, error) {
 			}
 			chip, stack := ap.Chip, d.env.HBM.StackOf(ap.Offset)
 			if via != nil && ap == written {
-				chip, stack = via.ViaChip, -1
-				if d.cfg.CoresPerChip > 0 {
-					stack = int(via.ViaCore) * d.cfg.Stacks / d.cfg.CoresPerChip
-				}
+				chip, stack = via.ViaChip, d.stackOfCore(via.ViaCore)
 			}
 			if chip == d.cfg.Chip && stack != d.cfg.LocalStack {
 				t.latency += f.NoCLatency()
@@ -642,7 +666,7 @@ func (d *Subsystem) SubmitDecoded(in *isa.Instruction, spans []isa.Span, trigger
 	if a := &in.Attrs; a.Via && in.Op == isa.OpDMACopy {
 		per := max(d.cfg.CoresPerChip, 1)
 		mirrorBase = (int(a.MirrorChip)*per + int(a.MirrorCore)) * d.cfg.Engines
-		apart = a.ViaChip != d.cfg.Chip || d.cfg.LocalStack < 0 || int(a.ViaCore)*d.cfg.Stacks/per != d.cfg.LocalStack
+		apart = a.ViaChip != d.cfg.Chip || d.cfg.LocalStack < 0 || d.stackOfCore(a.ViaCore) != d.cfg.LocalStack
 	}
 	shareOf := func(e int, sh *share) {
 		lo, hi := d.rowsOfEngine(&p, e)
@@ -721,12 +745,7 @@ func (d *Subsystem) split() {
 				eng.active[q] = &c
 				if now := d.env.Now(); c.start == now {
 					// Started now: rescaled with the others of now.
-					if c.stack >= 0 {
-						c.hbmMem.Started(c.stack, now, &c)
-					}
-					if c.stack2 >= 0 && (c.hbm2Mem != c.hbmMem || c.stack2 != c.stack) {
-						c.hbm2Mem.Started(c.stack2, now, &c)
-					}
+					c.eachStack(func(h *memory.HBM, st int) { h.Started(st, now, &c) })
 				}
 			}
 		}
@@ -1169,17 +1188,12 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	work := float64(sh.descs)*float64(d.cfg.DescriptorOverhead) + float64(sh.bytes)*d.fsPerByte/sh.eff
 	sh.stack, sh.stack2 = -1, -1
 	latency := clock.Time(0)
-	id, wid := d.engineID(e.index), sh.writeID(d, e.index)
 	// A share cannot outrun its part of the HBM stacks it touches: each
 	// pass of its bytes through a stack (the read, the write, the read of
 	// a read-modify-write) counts.
 	passes1, passes2 := 0, 0
 	if sh.hbmBytes > 0 && sh.hbmMem != nil {
-		hid := id
-		if sh.hbmWrite {
-			hid = wid
-		}
-		sh.stack, _ = sh.hbmMem.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, hid, sh.mult, d.cfg.EngineGBps)
+		sh.stack, _ = sh.hbmMem.BeginEngines(sh.hbmAddr, sh.hbmBytes, sh.hbmWrite, sh.hbmID(d, e.index), sh.mult, d.cfg.EngineGBps)
 		latency = sh.hbmMem.Latency()
 		passes1 = 1
 		if sh.hbmRMW && sh.hbmWrite {
@@ -1189,7 +1203,7 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 		}
 	}
 	if sh.hbm2Bytes > 0 && sh.hbm2Mem != nil {
-		sh.stack2, _ = sh.hbm2Mem.BeginEngines(sh.hbm2Addr, sh.hbm2Bytes, true, wid, sh.mult, d.cfg.EngineGBps)
+		sh.stack2, _ = sh.hbm2Mem.BeginEngines(sh.hbm2Addr, sh.hbm2Bytes, true, sh.writeID(d, e.index), sh.mult, d.cfg.EngineGBps)
 		latency = max(latency, sh.hbm2Mem.Latency())
 		passes2 = 1
 		if sh.hbmRMW {
@@ -1235,12 +1249,7 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	if sh.slow != 1 || latency != 0 {
 		work = work*sh.slow + float64(latency)
 	}
-	if sh.stack >= 0 {
-		sh.hbmMem.Started(sh.stack, now, sh)
-	}
-	if sh.stack2 >= 0 && (sh.hbm2Mem != sh.hbmMem || sh.stack2 != sh.stack) {
-		sh.hbm2Mem.Started(sh.stack2, now, sh)
-	}
+	sh.eachStack(func(h *memory.HBM, st int) { h.Started(st, now, sh) })
 	sh.start = now
 	sh.remaining = math.Round(work)
 	if len(e.activeQs) == 0 {
@@ -1271,23 +1280,13 @@ func (d *Subsystem) statsOf(e *Engine, sh *share) []*EngineStats {
 // retire records a finished share and signals its transfer.
 func (e *Engine) retire(sh *share, now clock.Time) {
 	d := e.sub
-	id, wid := d.engineID(e.index), sh.writeID(d, e.index)
 	if sh.stack >= 0 {
-		hid := id
-		if sh.hbmWrite {
-			hid = wid
-		}
-		sh.hbmMem.EndEngines(sh.stack, hid, sh.mult)
+		sh.hbmMem.EndEngines(sh.stack, sh.hbmID(d, e.index), sh.mult)
 	}
 	if sh.stack2 >= 0 {
-		sh.hbm2Mem.EndEngines(sh.stack2, wid, sh.mult)
+		sh.hbm2Mem.EndEngines(sh.stack2, sh.writeID(d, e.index), sh.mult)
 	}
-	if sh.stack >= 0 {
-		sh.hbmMem.Ended(sh.stack, now)
-	}
-	if sh.stack2 >= 0 && (sh.hbm2Mem != sh.hbmMem || sh.stack2 != sh.stack) {
-		sh.hbm2Mem.Ended(sh.stack2, now)
-	}
+	sh.eachStack(func(h *memory.HBM, st int) { h.Ended(st, now) })
 
 	for _, st := range d.statsOf(e, sh) {
 		if now > st.LastByte {

@@ -229,12 +229,7 @@ func TestReplicaReuseMatchesExact(t *testing.T) {
 			"name: llama-3.2-1b, mode: decode, batch: 2, context: 256, layers: 1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := func(exact bool) (*report.Report, int64) {
-				_, r, res := simulateModel(t, fmt.Sprintf("hardware: %s\nparallel: %s\nworkload:\n  kind: model\n  model: {%s, exact: %v}\n", tc.hw, tc.par, tc.model, exact))
-				return r, res.Instructions
-			}
-			reuse, ri := run(false)
-			exact, ei := run(true)
+			reuse, ri, exact, ei := reusedAndExact(t, tc.hw, tc.par, tc.model)
 			require.Equal(t, exact.Model.Replicas, exact.Model.SimulatedReplicas)
 			if !tc.reused {
 				assert.Equal(t, reuse.Model.Replicas, reuse.Model.SimulatedReplicas, "every copy simulated")
@@ -276,12 +271,7 @@ func TestSymmetricReuseMatchesExact(t *testing.T) {
 			"name: llama-3.2-1b, mode: decode, batch: 4, context: 512, layers: 1", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := func(exact bool) (*report.Report, int64) {
-				_, r, res := simulateModel(t, fmt.Sprintf("hardware: %s\nparallel: %s\nworkload:\n  kind: model\n  model: {%s, exact: %v}\n", tc.hw, tc.par, tc.model, exact))
-				return r, res.Instructions
-			}
-			reuse, ri := run(false)
-			exact, ei := run(true)
+			reuse, ri, exact, ei := reusedAndExact(t, tc.hw, tc.par, tc.model)
 			require.Zero(t, exact.Model.SimulatedRanks, "--exact simulates every rank")
 			assert.Equal(t, tc.unit, reuse.Model.SimulatedRanks)
 			if tc.unit == 0 {
@@ -297,6 +287,19 @@ func TestSymmetricReuseMatchesExact(t *testing.T) {
 				exact.Model.TimeS*1e3, ei, 100*(reuse.Model.TimeS/exact.Model.TimeS-1))
 		})
 	}
+}
+
+// reusedAndExact simulates a model plan by default and with exact (every
+// layer, copy and rank): the reports and instruction counts.
+func reusedAndExact(t *testing.T, hw, par, model string) (reuse *report.Report, ri int64, exact *report.Report, ei int64) {
+	t.Helper()
+	run := func(x bool) (*report.Report, int64) {
+		_, r, res := simulateModel(t, fmt.Sprintf("hardware: %s\nparallel: %s\nworkload:\n  kind: model\n  model: {%s, exact: %v}\n", hw, par, model, x))
+		return r, res.Instructions
+	}
+	reuse, ri = run(false)
+	exact, ei = run(true)
+	return reuse, ri, exact, ei
 }
 
 // assertModelFiguresWithin checks a reused run's model figures (time,

@@ -545,6 +545,9 @@ func (w *walk) newEntry() *memoEntry {
 func (w *walk) remember(n *nestInfo, key []int64, me *memoEntry) {
 	me.key = append([]int64(nil), key...)
 	me.deltas = w.tileDeltas(n, w.bt.recordInst)
+	if n.memo == nil {
+		n.memo = map[uint64][]*memoEntry{}
+	}
 	n.memo[w.bt.recordHash] = append(n.memo[w.bt.recordHash], me)
 }
 

@@ -37,9 +37,11 @@ type compiled struct {
 	// tiles, and the cores loops walked in lockstep.
 	ex *expansion
 	// nextID numbers bodies; bodies are shared by every walk of the
-	// program, and metas holds them by index.
+	// program, and metas holds them by index; rel releases those of ops
+	// every walk is done with (release.go).
 	nextID uint64
-	metas  []*bodyMeta
+	metas  metaStore
+	rel    *releaser
 	// keys holds the bodies' keys (keepKey).
 	keys []int64
 	// canon[buf] is the buffer that stands for buffer buf in body
@@ -97,6 +99,9 @@ type opInfo struct {
 	exprs       []opExpr
 	maxLevel    int // the deepest loop level its expressions depend on
 	keyLen      int
+	// cached is one more than the last expression that depends on a loop
+	// (whose values a walk caches; 0: none).
+	cached      int
 	start, stop int32 // multiply_moving flags (-1: none)
 	bodies      map[uint64]*bodyMeta
 	// templates are the op's bodies by their key on no core, the buffers
@@ -186,7 +191,7 @@ type bodyMeta struct {
 	// inst is the body's Instruction with no wait, signal or offset,
 	// shared by every such instance.
 	inst *isa.Instruction
-	// idx is the body's index in compiled.metas; qsig a transfer's signal
+	// idx is the body's index in compiled.metas (metaStore); qsig a transfer's signal
 	// of its queue's semaphore.
 	idx  uint32
 	qsig []isa.SemSignal
@@ -330,12 +335,20 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 			oi.mirrored = x.mirrored
 		}
 		addExpr := func(e tile.Expr) int32 {
+			// A constant needs no code (most of a collective's transfers'
+			// expressions are).
+			if v, ok := e.Const(); ok {
+				oi.exprs = append(oi.exprs, opExpr{level: -1, value: v})
+				return int32(len(oi.exprs) - 1)
+			}
 			x := opExpr{code: cc.Compile(e), level: -1}
 			for _, v := range x.code.Vars {
 				x.level = max(x.level, depths[v])
 			}
 			if x.level < 0 {
-				x.value = x.code.Eval(nil)
+				x.value, x.code = x.code.Eval(nil), nil
+			} else {
+				oi.cached = len(oi.exprs) + 1
 			}
 			oi.exprs = append(oi.exprs, x)
 			return int32(len(oi.exprs) - 1)
@@ -422,6 +435,7 @@ func Compile(k *tile.Kernel, tg *Target, opts Options) (*Program, error) {
 		}
 	}
 	c.markCompounds(k.Body)
+	c.rel = newReleaser(c)
 	c.possible = possibleStreams(c)
 	prog := &isa.Program{Version: isa.AssemblyVersion, Target: tg.Name, Buffers: lay.buffers}
 	for ci, core := range lay.cores {
@@ -792,9 +806,9 @@ func (w *walk) cloneBody(t *bodyMeta, oi *opInfo, core int) *bodyMeta {
 	b.ID, b.Chip, b.Core = w.c.nextID, chip, cr
 	ba.inst.Body = b
 	m := ba.meta
-	*m = bodyMeta{body: b, inst: ba.inst, sharedHBM: t.sharedHBM, idx: uint32(len(w.c.metas)),
+	*m = bodyMeta{body: b, inst: ba.inst, sharedHBM: t.sharedHBM,
 		intervalNs: t.intervalNs, latencyNs: t.latencyNs, xferNs: t.xferNs}
-	w.c.metas = append(w.c.metas, m)
+	w.c.metas.add(m)
 	if t.qsig != nil {
 		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Chip: chip, Core: cr, ID: t.qsig[0].Sem.ID}, Add: 1}}
 	}
@@ -934,8 +948,8 @@ func (w *walk) newBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.DGEK
 	}
 	ba.inst.Body = b
 	m := ba.meta
-	*m = bodyMeta{body: b, inst: ba.inst, sharedHBM: oi.sharedHBM, idx: uint32(len(w.c.metas))}
-	w.c.metas = append(w.c.metas, m)
+	*m = bodyMeta{body: b, inst: ba.inst, sharedHBM: oi.sharedHBM}
+	w.c.metas.add(m)
 	if oi.isDMA {
 		m.qsig = []isa.SemSignal{{Sem: isa.SemRef{Chip: chip, Core: cr, ID: int32(QueueSemBase + max(q, 0))}, Add: 1}}
 	}

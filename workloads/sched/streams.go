@@ -296,7 +296,7 @@ func (w *walk) popPlain(st *stream) *isa.Instruction {
 	st.ocount--
 	*st.held--
 	st.opos++
-	return w.c.metas[e.meta].inst
+	return w.c.metas.get(e.meta).inst
 }
 
 // head returns the oldest instruction held, or nil.

@@ -150,6 +150,11 @@ type Options struct {
 	// of its own.
 	FinalizeDistance int
 	SoloBuffer       int
+	// ReleaseAbove is how many bodies (distinct instructions, about
+	// 0.7 KiB each) the walks may hold before those of ops every walk is
+	// done with are released (0: 2^19; negative: release at once);
+	// release.go.
+	ReleaseAbove int
 	// CollectiveAlgorithm is the algorithm of every collective that does
 	// not name one (algo=): "mesh", "rdh" or "ring"; "" chooses by message
 	// size (mesh below 1 MiB, rdh up to 56 MiB, ring above; rdh needs a

@@ -67,6 +67,12 @@ type walk struct {
 	slabSig  []isa.SemSignal
 	// held counts the instructions the streams hold (stream.held).
 	held int
+	// passed is the units the walk has passed, checkpoints where it stood
+	// when it passed them, safe the units before which it holds nothing
+	// (release.go).
+	passed      int
+	checkpoints []checkpoint
+	safe        int
 	// va makes the streams' clocks; none knows nothing.
 	va   *vcAlloc
 	none vclock
@@ -212,10 +218,19 @@ func newWalk(c *compiled) *walk {
 	w.cache = make([][]exprCache, len(c.ops))
 	w.accCache = make([]accCache, len(c.ops))
 	w.lastBody = make([]*bodyMeta, len(c.ops))
-	for i, oi := range c.ops {
-		w.cache[i] = make([]exprCache, len(oi.exprs))
-		w.accCache[i].stamps = make([]uint64, oi.maxLevel+1)
+	// One allocation for every op's expression cache (constants have none).
+	n = 0
+	for _, oi := range c.ops {
+		n += oi.cached
 	}
+	caches := make([]exprCache, n)
+	for i, oi := range c.ops {
+		w.cache[i], caches = caches[:oi.cached:oi.cached], caches[oi.cached:]
+		if oi.maxLevel >= 0 {
+			w.accCache[i].stamps = make([]uint64, oi.maxLevel+1)
+		}
+	}
+	c.rel.register(w)
 	return w
 }
 
@@ -224,6 +239,7 @@ func (w *walk) step() {
 	if w.done || w.err != nil {
 		return
 	}
+	w.progress()
 	for len(w.stack) > 0 {
 		f := &w.stack[len(w.stack)-1]
 		if f.pc >= len(f.stmts) && f.ph != nil {
@@ -353,6 +369,7 @@ func (w *walk) step() {
 	}
 	w.done = true
 	w.finalize(true)
+	w.progress()
 }
 
 // nextPhase moves a lockstep frame to its next (phase, rank) with
@@ -1168,7 +1185,7 @@ func (w *walk) output(st *stream, meta *bodyMeta, waits []waitCand, pos int64, d
 // next hands out the stream's oldest instruction held.
 func (w *walk) next(st *stream) *isa.Instruction {
 	e := st.head()
-	meta := w.c.metas[e.meta]
+	meta := w.c.metas.get(e.meta)
 	if e.flags&(outSignal|outDMA|outHasExtra) == 0 {
 		st.pop(e)
 		return meta.plain()

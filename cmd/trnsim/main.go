@@ -29,6 +29,15 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	// With a large live heap (an exact run of a big model holds gigabytes)
+	// that trade would ask for five times the heap: a soft limit at half
+	// the machine's memory makes the collector work harder instead of the
+	// run being killed. GOMEMLIMIT, where set, is Go's as ever.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if b := memoryBytes(); b > 0 {
+			debug.SetMemoryLimit(b / 2)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

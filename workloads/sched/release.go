@@ -81,7 +81,7 @@ func (s *metaStore) held() int { return int(s.n) - s.dropped }
 // releaseAbove is the default of Options.ReleaseAbove: below it no body
 // is released, so that a walk that starts later (a stream that detaches,
 // another session) finds every body made, as it would without releasing.
-const releaseAbove = 1 << 19
+const releaseAbove = 1 << 17
 
 // releaser cuts the kernel into units and releases the bodies of the
 // units every live walk is done with.

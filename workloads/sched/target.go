@@ -152,7 +152,7 @@ type Options struct {
 	SoloBuffer       int
 	// ReleaseAbove is how many bodies (distinct instructions, about
 	// 0.7 KiB each) the walks may hold before those of ops every walk is
-	// done with are released (0: 2^19; negative: release at once);
+	// done with are released (0: 2^17; negative: release at once);
 	// release.go.
 	ReleaseAbove int
 	// CollectiveAlgorithm is the algorithm of every collective that does

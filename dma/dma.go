@@ -745,7 +745,7 @@ func (d *Subsystem) split() {
 				eng.active[q] = &c
 				if now := d.env.Now(); c.start == now {
 					// Started now: rescaled with the others of now.
-					c.eachStack(func(h *memory.HBM, st int) { h.Started(st, now, &c) })
+					c.eachStack(func(h *memory.HBM, st int) { d.flushLater(h, h.Started(st, now, &c), now) })
 				}
 			}
 		}
@@ -1249,7 +1249,7 @@ func (e *Engine) activate(q int, sh *share, now clock.Time) {
 	if sh.slow != 1 || latency != 0 {
 		work = work*sh.slow + float64(latency)
 	}
-	sh.eachStack(func(h *memory.HBM, st int) { h.Started(st, now, sh) })
+	sh.eachStack(func(h *memory.HBM, st int) { d.flushLater(h, h.Started(st, now, sh), now) })
 	sh.start = now
 	sh.remaining = math.Round(work)
 	if len(e.activeQs) == 0 {
@@ -1277,6 +1277,14 @@ func (d *Subsystem) statsOf(e *Engine, sh *share) []*EngineStats {
 	return d.statsBuf[:1]
 }
 
+// flushLater schedules the HBM's Flush at now, after everything else of
+// that time, where Started or Ended asked for it (need).
+func (d *Subsystem) flushLater(h *memory.HBM, need bool, now clock.Time) {
+	if need {
+		d.env.Engine.Schedule(eventpool.NewCall(now, h.Flush))
+	}
+}
+
 // retire records a finished share and signals its transfer.
 func (e *Engine) retire(sh *share, now clock.Time) {
 	d := e.sub
@@ -1286,7 +1294,7 @@ func (e *Engine) retire(sh *share, now clock.Time) {
 	if sh.stack2 >= 0 {
 		sh.hbm2Mem.EndEngines(sh.stack2, sh.writeID(d, e.index), sh.mult)
 	}
-	sh.eachStack(func(h *memory.HBM, st int) { h.Ended(st, now) })
+	sh.eachStack(func(h *memory.HBM, st int) { d.flushLater(h, h.Ended(st, now), now) })
 
 	for _, st := range d.statsOf(e, sh) {
 		if now > st.LastByte {

@@ -26,6 +26,9 @@ type HBM struct {
 	stackBytes      int64
 	interleaveBytes int64
 	latency         clock.Time
+	// dirty are the stacks whose shares of time flushAt wait for Flush.
+	dirty   []int
+	flushAt clock.Time
 	// ReadBytes and WriteBytes count traffic.
 	ReadBytes, WriteBytes int64
 }
@@ -36,11 +39,12 @@ type stack struct {
 	// engines is how many engines have at least one.
 	active  []int32
 	engines int
-	// started are the shares that began on the stack at time at, when it
-	// had atEngines engines (Started).
-	at        clock.Time
-	atEngines int
-	started   []Rescaler
+	// started are the shares that began on the stack at time at (Started);
+	// dirty is set while the engines changed after one of them began,
+	// until Flush.
+	at      clock.Time
+	started []Rescaler
+	dirty   bool
 }
 
 // Rescaler is a share whose slowdown was fixed when it started at now:
@@ -126,42 +130,79 @@ func (h *HBM) Demand(stack int, engineGBps float64, passes int) float64 {
 }
 
 // Started records that share r began on stack at time now (after
-// BeginEngines, with its slowdown from Demand). Shares that began on the
-// stack earlier at the same time are rescaled if the engines changed
-// since: every share starting at one time sees every engine that starts
-// then and none that stops then, whatever order the simulation handles
-// them in.
-func (h *HBM) Started(stack int, now clock.Time, r Rescaler) {
+// BeginEngines, with its slowdown from Demand). Every share starting at
+// one time is to see every engine that starts then and none that stops
+// then, whatever order the simulation handles them in: the shares that
+// began on the stack earlier at the same time are rescaled by Flush, once
+// for all the changes of the time. It reports whether the caller is to
+// schedule Flush at now, after everything else of that time (the first
+// change of the time that needs it).
+func (h *HBM) Started(stack int, now clock.Time, r Rescaler) bool {
 	st := &h.stacks[stack]
+	flush := false
 	if st.at != now || len(st.started) == 0 {
 		clear(st.started)
 		st.at, st.started = now, st.started[:0]
 	} else {
-		h.rescale(st, now)
+		flush = h.markDirty(stack, now)
 	}
-	st.atEngines = st.engines
 	st.started = append(st.started, r)
+	return flush
 }
 
 // Ended is called after EndEngines at time now: shares that began on the
-// stack at the same time are rescaled to the engines left (an engine whose
-// share ends when another's starts does not slow it, whichever the
-// simulation handles first).
-func (h *HBM) Ended(stack int, now clock.Time) {
+// stack at the same time are to be rescaled to the engines left (an
+// engine whose share ends when another's starts does not slow it,
+// whichever the simulation handles first). It reports whether the caller
+// is to schedule Flush at now.
+func (h *HBM) Ended(stack int, now clock.Time) bool {
 	st := &h.stacks[stack]
 	if st.at == now && len(st.started) > 0 {
-		h.rescale(st, now)
+		return h.markDirty(stack, now)
 	}
+	return false
 }
 
-func (h *HBM) rescale(st *stack, now clock.Time) {
-	if st.engines == st.atEngines {
-		return
+// markDirty notes that the stack's shares of now need rescaling, and
+// reports whether this is the first such note of the time.
+func (h *HBM) markDirty(stack int, now clock.Time) bool {
+	st := &h.stacks[stack]
+	if st.dirty {
+		return false
 	}
-	st.atEngines = st.engines
-	for _, x := range st.started {
-		x.Rescale(now)
+	first := len(h.dirty) == 0 || h.flushAt != now
+	if h.flushAt != now {
+		// (A flush of an earlier time has run: its list is done with.)
+		h.clearDirty()
 	}
+	st.dirty, h.flushAt = true, now
+	h.dirty = append(h.dirty, stack)
+	return first
+}
+
+// Flush rescales the shares that began at the time of the pending
+// changes (Started, Ended) to the engines of the stacks now: the last
+// thing done at that time.
+func (h *HBM) Flush() {
+	now := h.flushAt
+	for _, i := range h.dirty {
+		st := &h.stacks[i]
+		st.dirty = false
+		if st.at != now {
+			continue
+		}
+		for _, x := range st.started {
+			x.Rescale(now)
+		}
+	}
+	h.dirty = h.dirty[:0]
+}
+
+func (h *HBM) clearDirty() {
+	for _, i := range h.dirty {
+		h.stacks[i].dirty = false
+	}
+	h.dirty = h.dirty[:0]
 }
 
 // Latency returns the access latency added to every share.

@@ -130,3 +130,48 @@ func TestHBMBeginEnginesMatchesBegins(t *testing.T) {
 	_, slow = many.Begin(0, 1, false, 9, 100)
 	assert.InDelta(t, 2*100.0/100, slow, 1e-12, "only engine 2's first share and the new one remain")
 }
+
+// recorder is a share that notes the engines its stack has when rescaled.
+type recorder struct {
+	h      *memory.HBM
+	stack  int
+	seen   []float64
+	engine float64
+}
+
+func (r *recorder) Rescale(clock.Time) { r.seen = append(r.seen, r.h.Demand(r.stack, r.engine, 1)) }
+
+// Shares that start on a stack at one time are rescaled once, by the
+// Flush their first change asks for, to the engines the stack has after
+// every start and end of that time, in whatever order those came.
+func TestHBMSameTimeChangesFlushOnce(t *testing.T) {
+	h := memory.NewHBM(1, 100, 1<<30, 0, 0)
+	const engineGBps = 60 // two engines exceed the stack's 100 GB/s
+	start := func(e int, now clock.Time, r memory.Rescaler) bool {
+		h.Begin(0, 64, false, e, engineGBps)
+		return h.Started(0, now, r)
+	}
+	a := &recorder{h: h, engine: engineGBps}
+	b := &recorder{h: h, engine: engineGBps}
+	c := &recorder{h: h, engine: engineGBps}
+	h.Begin(0, 64, false, 9, engineGBps) // an engine busy since before
+	assert.False(t, start(0, 10, a), "the first share of a time needs no flush")
+	assert.True(t, start(1, 10, b), "the second asks for one")
+	assert.False(t, start(2, 10, c), "a flush is already due")
+	h.End(0, 9)
+	assert.False(t, h.Ended(0, 10))
+	assert.Empty(t, a.seen, "nothing rescaled before the flush")
+	h.Flush()
+	want := h.Demand(0, engineGBps, 1) // three engines: 1.8
+	assert.InDelta(t, 1.8, want, 1e-9)
+	for _, r := range []*recorder{a, b, c} {
+		assert.Equal(t, []float64{want}, r.seen)
+	}
+	// A change after the flush, at the same time, asks for another.
+	h.End(0, 2)
+	assert.True(t, h.Ended(0, 10))
+	h.Flush()
+	assert.Len(t, a.seen, 2)
+	// A new time starts afresh.
+	assert.False(t, start(3, 20, &recorder{h: h, engine: engineGBps}))
+}

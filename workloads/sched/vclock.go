@@ -70,10 +70,18 @@ func newVCAlloc(streams int) *vcAlloc {
 	return a
 }
 
+// Chunks and pointer arrays come from slabs of a few at a time, each slab
+// alive while any of its clocks is: a clock kept long (the oldest mark of a
+// stream that seldom signals) holds its slab, so slabs stay small.
+const (
+	slabChunks   = 8
+	slabPointers = 4
+)
+
 func (a *vcAlloc) chunk() []int64 {
 	size := a.mask + 1
 	if len(a.slab) < size {
-		a.slab = make([]int64, size*max(16, 4096>>a.shift))
+		a.slab = make([]int64, size*slabChunks)
 	}
 	c := a.slab[:size:size]
 	a.slab = a.slab[size:]
@@ -82,7 +90,7 @@ func (a *vcAlloc) chunk() []int64 {
 
 func (a *vcAlloc) pointers() [][]int64 {
 	if len(a.ptrs) < a.chunks {
-		a.ptrs = make([][]int64, a.chunks*max(16, 1024/a.chunks))
+		a.ptrs = make([][]int64, a.chunks*slabPointers)
 	}
 	p := a.ptrs[:a.chunks:a.chunks]
 	a.ptrs = a.ptrs[a.chunks:]

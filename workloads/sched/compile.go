@@ -103,7 +103,12 @@ type opInfo struct {
 	// (whose values a walk caches; 0: none).
 	cached      int
 	start, stop int32 // multiply_moving flags (-1: none)
-	bodies      map[uint64]*bodyMeta
+	// one is the op's first body (its key's hash oneHash), bodies the
+	// others by hash: most of a long program's ops (a collective's
+	// transfers, a decode's weight loads) have one body.
+	one     *bodyMeta
+	oneHash uint64
+	bodies  map[uint64]*bodyMeta
 	// templates are the op's bodies by their key on no core, the buffers
 	// canonical: another rank's instance of the same body is a copy moved
 	// to its own buffers (cloneBody).
@@ -690,16 +695,20 @@ func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.D
 		flags |= 2
 	}
 	h := hashKey(key)
+	if m := oi.one; m != nil && oi.oneHash == h && equalKey(m.key, key) {
+		return m, nil
+	}
 	for m := oi.bodies[h]; m != nil; m = m.next {
 		if equalKey(m.key, key) {
 			return m, nil
 		}
 	}
-	// The same body on another rank is a template to copy.
+	// The same body on another rank is a template to copy (not for the
+	// scheduler's own transfers, which one rank issues).
 	var tkey []int64
 	var th uint64
 	var m *bodyMeta
-	if len(w.c.lay.cores) > 1 {
+	if len(w.c.lay.cores) > 1 && oi.issuer < 0 {
 		tkey = w.templateKey(oi, key)
 		th = hashKey(tkey)
 		for t := oi.templates[th]; t != nil; t = t.tnext {
@@ -725,6 +734,10 @@ func (w *walk) lookupBody(oi *opInfo, core int, eng isa.Engine, q int, dge isa.D
 		}
 	}
 	m.key = w.c.keepKey(key)
+	if oi.one == nil {
+		oi.one, oi.oneHash = m, h
+		return m, nil
+	}
 	if oi.bodies == nil {
 		oi.bodies = map[uint64]*bodyMeta{}
 	}

@@ -309,21 +309,29 @@ func (r *releaser) release(u int) {
 	c := r.c
 	for _, id := range r.ops[u] {
 		oi := c.ops[id]
-		for _, m := range oi.bodies {
+		chains := func(fn func(m *bodyMeta)) {
+			if oi.one != nil {
+				fn(oi.one)
+			}
+			for _, m := range oi.bodies {
+				fn(m)
+			}
+		}
+		chains(func(m *bodyMeta) {
 			for ; m != nil; m = m.next {
 				c.metas.drop(m.idx)
 				m.succ = [2]*bodyMeta{}
 				r.released++
 			}
-		}
-		for _, m := range oi.bodies {
+		})
+		chains(func(m *bodyMeta) {
 			for m != nil {
 				next := m.next
 				m.next, m.tnext, m.key, m.tkey = nil, nil, nil, nil
 				m = next
 			}
-		}
-		oi.bodies, oi.templates = nil, nil
+		})
+		oi.one, oi.bodies, oi.templates = nil, nil, nil
 		for _, w := range r.walks {
 			w.lastBody[id] = nil
 		}

@@ -297,6 +297,7 @@ func addOps(ops, more []opstats.Op, off clock.Time) []opstats.Op {
 		o.HBMWriteBytes += m.HBMWriteBytes
 		o.Start = clock.Min(o.Start, m.Start)
 		o.End = clock.Max(o.End, m.End)
+		o.ComputeStart = clock.Min(o.ComputeStart, m.ComputeStart)
 		for e := range o.Busy {
 			o.Busy[e] += m.Busy[e]
 			for c := range o.Stall[e] {

@@ -45,7 +45,12 @@ type OpCounters struct {
 	// FirstStart and LastEnd bound the op's activity on the engine
 	// (LastEnd includes completion latency).
 	FirstStart, LastEnd clock.Time
-	FLOPs               float64
+	// ComputeStart is the first start of the op's instructions other than
+	// DMA triggers (clock.Never: none): a transfer triggered ahead of the
+	// op's compute (a weight prefetch) does not start its window in the
+	// time split (opstats.SplitTime).
+	ComputeStart clock.Time
+	FLOPs        float64
 	// DMABytes are the bytes the op's transfers triggered here wrote to
 	// their destinations; HBMReadBytes and HBMWriteBytes what they read
 	// from or wrote to HBM, counted as the HBM counters count them (one
@@ -71,7 +76,7 @@ func (st *Stats) Committed(c *Commit) {
 	if o == nil || st.curOp != in.OpID {
 		o = st.Ops[in.OpID]
 		if o == nil {
-			o = &OpCounters{FirstStart: clock.Never}
+			o = &OpCounters{FirstStart: clock.Never, ComputeStart: clock.Never}
 			st.Ops[in.OpID] = o
 		}
 		st.cur, st.curOp = o, in.OpID
@@ -82,6 +87,9 @@ func (st *Stats) Committed(c *Commit) {
 	}
 	if c.Start < o.FirstStart {
 		o.FirstStart = c.Start
+	}
+	if c.Start < o.ComputeStart && !in.Op.IsDMA() {
+		o.ComputeStart = c.Start
 	}
 	if c.Completion > o.LastEnd {
 		o.LastEnd = c.Completion

@@ -122,8 +122,8 @@ type Window struct {
 }
 
 // SplitTime divides [0, simTime) among the ops by the rule reports state:
-// every instant goes to the ops whose window [first start, last end)
-// covers it, in equal parts; an instant no window covers goes to the op
+// every instant goes to the ops whose window (Op.window: first compute
+// start, or first start, to last end) covers it, in equal parts; an instant no window covers goes to the op
 // that starts next (before the first op: the first; after the last window:
 // the op that ended last). The shares sum to simTime (an op whose window
 // is empty gets a share only when no op has a window: then the first takes
@@ -228,8 +228,11 @@ type Op struct {
 	// FLOPs are TensorE's multiply-accumulates x 2.
 	FLOPs                                 float64
 	DMABytes, HBMReadBytes, HBMWriteBytes int64
-	// Start and End bound the op's activity on any engine or DMA engine.
-	Start, End clock.Time
+	// Start and End bound the op's activity on any engine or DMA engine;
+	// ComputeStart is the first start of an instruction of it other than
+	// a DMA trigger (clock.Never: it has none).
+	Start, End   clock.Time
+	ComputeStart clock.Time
 	// Busy is the op's busy time per engine, summed over cores; DMABusy
 	// the time some DMA engine moved its data, summed over cores.
 	Busy    [isa.NumEngines]clock.Time
@@ -244,6 +247,19 @@ type Op struct {
 	Span clock.Time
 }
 
+// window is the op's window in the time split: from its first compute
+// instruction (its first activity where it has none) to its last
+// activity. Transfers triggered before its compute (weight prefetches,
+// issued as early as their slots allow, up to the run's start) do not
+// stretch it: their time is hidden under the ops that run meanwhile.
+func (o *Op) window() Window {
+	start := o.Start
+	if o.ComputeStart != clock.Never {
+		start = o.ComputeStart
+	}
+	return Window{Op: o.ID, Start: start, End: max(o.End, start)}
+}
+
 // Ops sums the counters per op, in order of op id, and splits simTime
 // among them.
 func (s *Collector) Ops(simTime clock.Time) []Op {
@@ -251,7 +267,7 @@ func (s *Collector) Ops(simTime clock.Time) []Op {
 	get := func(id int32) *Op {
 		o := byID[id]
 		if o == nil {
-			o = &Op{ID: id, Start: clock.Never}
+			o = &Op{ID: id, Start: clock.Never, ComputeStart: clock.Never}
 			byID[id] = o
 		}
 		return o
@@ -271,6 +287,7 @@ func (s *Collector) Ops(simTime clock.Time) []Op {
 			}
 			o.Start = min(o.Start, c.FirstStart)
 			o.End = max(o.End, c.LastEnd)
+			o.ComputeStart = min(o.ComputeStart, c.ComputeStart)
 		}
 	}
 	keys := make([]DMAKey, 0, len(s.dma))
@@ -301,7 +318,7 @@ func (s *Collector) Ops(simTime clock.Time) []Op {
 	sort.Slice(ops, func(i, j int) bool { return ops[i].ID < ops[j].ID })
 	ws := make([]Window, len(ops))
 	for i, o := range ops {
-		ws[i] = Window{Op: o.ID, Start: o.Start, End: max(o.End, o.Start)}
+		ws[i] = o.window()
 	}
 	for i, t := range SplitTime(ws, simTime) {
 		ops[i].Time = t

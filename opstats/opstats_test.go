@@ -6,8 +6,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/trnsim/trnsim/clock"
+	"github.com/trnsim/trnsim/engines"
+	"github.com/trnsim/trnsim/isa"
 )
 
 func TestSplitTime(t *testing.T) {
@@ -96,4 +99,42 @@ func TestUnionTail(t *testing.T) {
 		// closed gaps; the random intervals here are short enough.
 		assert.Equal(t, want, got, "trial %d", trial)
 	}
+}
+
+func TestWindowStartsAtTheFirstCompute(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   Op
+		want Window
+	}{
+		{"a prefetch at the start does not stretch it", Op{ID: 1, Start: 0, ComputeStart: 900, End: 1000}, Window{1, 900, 1000}},
+		{"a store after the compute stays in it", Op{ID: 2, Start: 100, ComputeStart: 100, End: 500}, Window{2, 100, 500}},
+		{"an op with no compute (a gather): its whole activity", Op{ID: 3, Start: 40, ComputeStart: clock.Never, End: 90}, Window{3, 40, 90}},
+		{"compute after the last transfer ended: the compute alone", Op{ID: 4, Start: 0, ComputeStart: 80, End: 60}, Window{4, 80, 80}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.op.window())
+		})
+	}
+}
+
+func TestPrefetchedOpTakesOnlyItsComputeShare(t *testing.T) {
+	// Op 2's weights are prefetched at the run's start; op 1 runs from 0
+	// to 900 and op 2 computes from 900 to 1000. Before, op 2's window
+	// covered the whole run and it took half of op 1's time.
+	c := New()
+	st := engines.NewStats()
+	commit := func(op int32, opc isa.Opcode, start, end clock.Time) {
+		in := &isa.Instruction{Body: &isa.Body{Op: opc, OpID: op}}
+		st.Committed(&engines.Commit{In: in, Dec: &isa.Decoded{}, Start: start, End: end, Completion: end})
+	}
+	commit(2, isa.OpDMACopy, 0, 10)
+	commit(1, isa.OpTensorTensor, 0, 900)
+	commit(2, isa.OpMultiplyMoving, 900, 1000)
+	c.AddEngine(0, 0, isa.EngineVector, &st)
+	ops := c.Ops(1000)
+	require.Len(t, ops, 2)
+	assert.Equal(t, clock.Time(900), ops[0].Time)
+	assert.Equal(t, clock.Time(100), ops[1].Time)
+	assert.Equal(t, clock.Time(1000), ops[1].Span, "the span is still the op's whole activity")
 }

@@ -3,6 +3,7 @@ package plots
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -71,7 +72,64 @@ func Bars(path string, f Figure, groups []string, series []BarSeries) error {
 		p.X.Tick.Label.YAlign = draw.YCenter
 	}
 	p.Y.Min = 0
+	// Headroom above the tallest bar; with a legend (top right, one line
+	// a series) enough that it sits above the bars.
 	p.Y.Max *= 1.1
+	if len(series) > 1 {
+		p.Y.Max *= 1 + 0.07*float64(len(series))
+	}
+	p.Y.Tick.Marker = linearTicks{}
+	p.Title.Padding = vg.Points(6)
 	p.Legend.Top = true
 	return save(p, 16*vg.Centimeter, 10*vg.Centimeter, path)
+}
+
+// linearTicks labels a linear axis from zero at a round step (1, 2 or 5
+// times a power of ten) giving four to nine labels, with an unlabelled
+// tick halfway between them (gonum's default labels as few as two).
+type linearTicks struct{}
+
+func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	span := hi - lo
+	step := math.Pow(10, math.Floor(math.Log10(span/4)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(step*m) <= 8 {
+			step *= m
+			break
+		}
+	}
+	var out []plot.Tick
+	first := math.Ceil(lo/step) * step
+	for i := 0; ; i++ {
+		v := first + float64(i)*step
+		if v > hi+step*1e-9 {
+			break
+		}
+		out = append(out, plot.Tick{Value: v, Label: tickLabel(v, step, hi)})
+		if h := v + step/2; h <= hi {
+			out = append(out, plot.Tick{Value: h})
+		}
+	}
+	return out
+}
+
+// tickLabel writes v for an axis of the given step whose largest value
+// is hi: in thousands or millions with a k or M (1.5M, not 1500000), at
+// the step's decimals (rounding away the float error of first + i*step).
+func tickLabel(v, step, hi float64) string {
+	if v == 0 {
+		return "0"
+	}
+	unit, suffix := 1.0, ""
+	switch {
+	case hi >= 1e6:
+		unit, suffix = 1e6, "M"
+	case hi >= 1e4:
+		unit, suffix = 1e3, "k"
+	}
+	dec := max(0, int(-math.Floor(math.Log10(step/unit)+1e-9)))
+	return strconv.FormatFloat(v/unit, 'f', dec, 64) + suffix
 }

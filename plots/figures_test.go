@@ -168,3 +168,26 @@ func TestLog10Ticks(t *testing.T) {
 	assert.Equal(t, []string{"1e-07", "2e-07", "5e-07", "1e-06"}, labels(1e-7, 1.5e-6))
 	assert.Equal(t, []string{"5", "3", "7"}, labels(3, 7), "one label inside: the ends too")
 }
+
+func TestLinearTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		labels []string
+	}{
+		{0, 280, []string{"0", "50", "100", "150", "200", "250"}},
+		{0, 0.0033, []string{"0", "0.0005", "0.0010", "0.0015", "0.0020", "0.0025", "0.0030"}},
+		{0, 1.42e6, []string{"0", "0.2M", "0.4M", "0.6M", "0.8M", "1.0M", "1.2M", "1.4M"}},
+		{0, 52000, []string{"0", "10k", "20k", "30k", "40k", "50k"}},
+		{0, 9e6, []string{"0", "2M", "4M", "6M", "8M"}},
+		{0, 1, []string{"0", "0.2", "0.4", "0.6", "0.8", "1.0"}},
+	} {
+		var got []string
+		for _, tk := range (linearTicks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		assert.Equal(t, tc.labels, got, "%g to %g", tc.lo, tc.hi)
+		assert.GreaterOrEqual(t, len(got), 4)
+	}
+}

@@ -17,9 +17,11 @@ import (
 // over the cores the run used, like the run's engines, so an engine's busy
 // time over all ops adds up to the run's. time_s is the op's share of the
 // simulated time (opstats.SplitTime): each instant goes to the ops whose
-// span (first start to last end) covers it, in equal parts, and an instant
-// no span covers to the op that starts next; the shares add up to the
-// simulated time.
+// window (its first compute instruction, or its first activity where it
+// has none, to its last end: transfers triggered ahead of its compute do
+// not stretch it) covers it, in equal parts, and an instant no window
+// covers to the op that starts next; the shares add up to the simulated
+// time.
 type OpReport struct {
 	ID   int32  `json:"id"`
 	Name string `json:"name"`

@@ -316,6 +316,14 @@ func (c *RunConfig) validateWorkload(node *yaml.Node, d *decoder) error {
 	// required reports a missing field at the section that should hold it
 	// (when that section is in the file).
 	required := func(path, hint string) error {
+		if _, set := c.Sources[path]; set {
+			// Written, as 0 or "": said so where it was written.
+			switch path[strings.LastIndexByte(path, '.')+1:] {
+			case "name", "mode", "op", "file":
+				return c.errAtPath(path, "must not be empty%s", hint)
+			}
+			return c.errAtPath(path, "must be greater than 0%s, got 0", hint)
+		}
 		if sec := childOf(node, w.Kind); sec != nil {
 			return d.errAt(sec, path, "required%s", hint)
 		}
@@ -577,6 +585,16 @@ func (c *RunConfig) validateModel(required func(path, hint string) error) error 
 		m.HFConfig = c.ResolvePath(m.HFConfig)
 		if err := inputFile(m.HFConfig); err != nil {
 			return c.errAtPath("workload.model.hf_config", "%s", err)
+		}
+	}
+	// batch and tokens default to 1 where not written; written as 0 they
+	// are an error (as a GEMM's m is).
+	for _, f := range []struct {
+		v    int64
+		name string
+	}{{m.Batch, "batch"}, {m.Tokens, "tokens"}} {
+		if _, set := c.Sources["workload.model."+f.name]; set && f.v == 0 {
+			return c.errAtPath("workload.model."+f.name, "must be greater than 0, got 0 (leave it out for 1)")
 		}
 	}
 	if m.Batch == 0 {

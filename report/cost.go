@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/trnsim/trnsim/configs"
@@ -348,7 +349,7 @@ func (r *Report) writeCost(line func(k, format string, args ...any)) {
 		if o.PowerTag != "" && o.PowerTag != "S" {
 			power += " [" + o.PowerTag + "]"
 		}
-		line(k, "%s: %.3g J/token, %.3g Wh per million tokens (%s)", o.Name, o.JoulesPerToken, o.WhPerMillionTokens, power)
+		line(k, "%s: %s J/token, %s Wh per million tokens (%s)", o.Name, sig3(o.JoulesPerToken), sig3(o.WhPerMillionTokens), power)
 	}
 	line("", "(at rated power, TDP/TGP, accelerators only: an estimate, real draw is usually lower)")
 	for i, o := range cr.Options {
@@ -368,4 +369,24 @@ func (r *Report) writeCost(line func(k, format string, args ...any)) {
 		line(k, "$%.2f/h, one %s-hour, buys %.2f %s chips (%.1f NeuronCores): %.0f tokens/s against the GPU's %.0f (%.2fx)",
 			e.USDPerHour, strings.ToUpper(e.GPU), e.TrainiumChips, cr.Options[0].Accelerator, e.TrainiumCores, e.TrainiumTokensPerS, e.GPUTokensPerS, e.Ratio)
 	}
+}
+
+// sig3 writes v to three significant digits without an exponent (7560,
+// 0.00602), as people read energy and money.
+func sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	// Rounded to three digits first, so 999.6 becomes 1000, not 999.6.
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return strconv.FormatFloat(r, 'f', max(0, 2-int(math.Floor(math.Log10(math.Abs(r))))), 64)
+}
+
+// usdPerHour writes an hourly price: cents from a dollar up ($17.88),
+// four decimals below one (a core's share, $0.6719).
+func usdPerHour(v float64) string {
+	if v >= 1 {
+		return fmt.Sprintf("$%.2f/h", v)
+	}
+	return fmt.Sprintf("$%.4f/h", v)
 }

@@ -139,3 +139,14 @@ func TestCheckRunPrices(t *testing.T) {
 		})
 	}
 }
+
+func TestMoneyAndEnergyFormats(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{{7560.4, "7560"}, {0.000602, "0.000602"}, {0.00649, "0.00649"}, {1.8, "1.80"}, {999.6, "1000"}, {12.345, "12.3"}} {
+		assert.Equal(t, tc.want, sig3(tc.v), "%g", tc.v)
+	}
+	assert.Equal(t, "$17.88/h", usdPerHour(17.88))
+	assert.Equal(t, "$0.6719/h", usdPerHour(0.67188))
+}

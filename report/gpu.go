@@ -263,7 +263,7 @@ func (r *Report) writeGPU(line func(k, format string, args ...any)) {
 		}
 		costs := ""
 		if g.USDPerMillionTokens > 0 {
-			costs = fmt.Sprintf(", $%.3f per million tokens ($%.3f/h)", g.USDPerMillionTokens, g.USDPerHour)
+			costs = fmt.Sprintf(", $%.3f per million tokens (%s)", g.USDPerMillionTokens, usdPerHour(g.USDPerHour))
 			if g.CostRatio > 0 {
 				costs += fmt.Sprintf(", %.2fx Trainium's cost per token", g.CostRatio)
 			}

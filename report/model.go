@@ -229,7 +229,7 @@ func (r *Report) writeModel(line func(k, format string, args ...any)) {
 	}
 	line("MFU / MBU", "%.1f%% / %.1f%% (definitions in results.json)", m.MFUPct, m.MBUPct)
 	if m.USDPerHour > 0 {
-		line("cost", "$%.3f per million tokens at $%.4f/h (the cores' share of %s, %s)", m.USDPerMillionTokens, m.USDPerHour, m.Instance, m.PriceKind)
+		line("cost", "$%.3f per million tokens at %s (the cores' share of %s, %s)", m.USDPerMillionTokens, usdPerHour(m.USDPerHour), m.Instance, m.PriceKind)
 	}
 	line("HBM traffic", "%.2fx the graph's least (%s: weights and inputs read once, activations on chip)", m.HBMOverMin, HumanBytes(m.MinHBMBytes))
 	line("memory", "weights %s, KV cache %s, activations %s of %s HBM per core",

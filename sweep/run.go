@@ -59,7 +59,7 @@ func (s *Spec) Resolve(rev string, jobs int) ([]Resolved, error) {
 					err = check(cfg)
 				}
 				if err != nil {
-					errs[i] = fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
+					errs[i] = s.pointError(p, err)
 					continue
 				}
 				h, err := pointHash(cfg, &hasher)

@@ -8,6 +8,7 @@ package sweep
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -42,6 +43,8 @@ type Spec struct {
 	// (parallel.tp * parallel.replicas <= 64).
 	Where     string
 	whereLine int
+	// baseLine is the line of base: in the sweep file.
+	baseLine int
 	// Dropped is how many points Where removed (set by Points).
 	Dropped int
 }
@@ -101,6 +104,7 @@ func Parse(data []byte, file string) (*Spec, error) {
 		seen[k.Value] = true
 		switch k.Value {
 		case "base":
+			s.baseLine = k.Line
 			switch {
 			case v.Kind == yaml.MappingNode:
 				end := 0 // the last line of the base: the line before the next key
@@ -136,17 +140,17 @@ func Parse(data []byte, file string) (*Spec, error) {
 			s.Where, s.whereLine = v.Value, v.Line
 		case "axes":
 			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
-				return nil, &Error{File: file, Line: v.Line, Msg: "axes: a mapping of config paths to lists of values"}
+				return nil, &Error{File: file, Line: v.Line, Msg: "axes: must be a mapping of config paths to lists of values"}
 			}
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				p, vals := v.Content[j], v.Content[j+1]
 				if vals.Kind != yaml.SequenceNode || len(vals.Content) == 0 {
-					return nil, &Error{File: file, Line: p.Line, Msg: fmt.Sprintf("axis %s: a non-empty list of values", p.Value)}
+					return nil, &Error{File: file, Line: p.Line, Msg: fmt.Sprintf("axis %s: must be a non-empty list of values", p.Value)}
 				}
 				ax := Axis{Path: p.Value, Line: p.Line}
 				for _, x := range vals.Content {
 					if x.Kind != yaml.ScalarNode {
-						return nil, &Error{File: file, Line: x.Line, Msg: fmt.Sprintf("axis %s: values are scalars", p.Value)}
+						return nil, &Error{File: file, Line: x.Line, Msg: fmt.Sprintf("axis %s: values must be scalars", p.Value)}
 					}
 					ax.Values = append(ax.Values, x.Value)
 				}
@@ -361,6 +365,33 @@ func (s *Spec) parseBase() *configs.Base {
 		return configs.ParseBase(s.BaseInline, s.File)
 	}
 	return configs.ReadBase(s.Base)
+}
+
+// pointError locates the error of point p: at the line of the axis whose
+// value the error is about (a point's values reach its config as --set
+// arguments), at base: where the base cannot be read, else at the file
+// with the point's values.
+func (s *Spec) pointError(p Point, err error) error {
+	var ce *configs.Error
+	if errors.As(err, &ce) && ce.File == configs.SetFile && ce.Set != "" {
+		path, value, _ := strings.Cut(ce.Set, "=")
+		for _, a := range s.Axes {
+			if a.Path != path {
+				continue
+			}
+			msg := ce.Msg
+			if ce.Path != "" && ce.Path != path {
+				msg = ce.Path + ": " + msg
+			}
+			return &Error{File: s.File, Line: a.Line, Msg: fmt.Sprintf("axis %s, value %s (point %d: %s): %s", path, value, p.Index, s.Label(p), msg)}
+		}
+	}
+	if s.BaseInline == nil && s.baseLine > 0 {
+		if _, serr := os.Stat(s.Base); serr != nil {
+			return &Error{File: s.File, Line: s.baseLine, Msg: "base: " + err.Error()}
+		}
+	}
+	return fmt.Errorf("%s: point %d (%s): %w", s.File, p.Index, s.Label(p), err)
 }
 
 // loadPoint resolves base (parseBase's) with the point's values set: the

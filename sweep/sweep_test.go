@@ -19,7 +19,7 @@ import (
 func TestParseErrorsNameTheLine(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{"base: a.yaml\naxes:\n  workload.gemm.m: [1, 2]\ncolour: red\n", "s.yaml:4: colour: unknown field"},
-		{"base: a.yaml\naxes:\n  workload.gemm.m: []\n", "s.yaml:3: axis workload.gemm.m: a non-empty list of values"},
+		{"base: a.yaml\naxes:\n  workload.gemm.m: []\n", "s.yaml:3: axis workload.gemm.m: must be a non-empty list of values"},
 		{"base: a.yaml\nmode: zip\naxes:\n  workload.gemm.m: [1, 2]\n  workload.gemm.n: [1]\n", "s.yaml:5: axis workload.gemm.n: 1 values; mode zip needs as many as workload.gemm.m has (2)"},
 		{"base: a.yaml\nmode: random\nsamples: 5\naxes:\n  workload.gemm.m: [1, 2]\n", "samples: 5 is more than the 2 points of the grid"},
 		{"axes:\n  workload.gemm.m: [1]\n", "s.yaml:1: base: required"},
@@ -241,8 +241,15 @@ func TestResolveNamesThePoint(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Resolve("test", 2)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "point 1 (workload.gemm.m=-4)")
-	assert.Contains(t, err.Error(), "workload.gemm.m")
+	assert.Equal(t, filepath.Join(dir, "s.yaml")+":3: axis workload.gemm.m, value -4 (point 1: workload.gemm.m=-4): must be greater than 0, got -4", err.Error())
+
+	// A base that is not there is an error at base:.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s2.yaml"), []byte("axes:\n  workload.gemm.m: [128]\nbase: nothere.yaml\n"), 0o644))
+	s, err = Load(filepath.Join(dir, "s2.yaml"))
+	require.NoError(t, err)
+	_, err = s.Resolve("test", 2)
+	require.Error(t, err)
+	assert.Regexp(t, `s2\.yaml:3: base: .*nothere\.yaml: no such file$`, err.Error())
 }
 
 func TestShardFromEnv(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/trnsim/trnsim/configs"
 	"github.com/trnsim/trnsim/isa"
@@ -100,6 +102,27 @@ func modelPlan(cfg *configs.RunConfig) plan {
 	}
 	p.ranks = p.shard * p.replicas
 	return p
+}
+
+// tpChoices says which tp values divide model c at the plan's lnc and
+// fit the hardware's logical cores with the plan's replicas.
+func tpChoices(cfg *configs.RunConfig, c *zoo.Config, pl plan) string {
+	h := &cfg.Hardware
+	logical := max(h.Chips, 1) * max(h.Chip.Cores, 1) / pl.lnc
+	var ok []string
+	for t := 1; t*pl.replicas <= logical; t++ {
+		shard := t * pl.lnc
+		if t == 1 {
+			shard = 1
+		}
+		if _, err := c.Shard(int64(shard)); err == nil {
+			ok = append(ok, strconv.Itoa(t))
+		}
+	}
+	if len(ok) == 0 {
+		return "no tp divides it on this hardware"
+	}
+	return fmt.Sprintf("tp values that divide it on this hardware's %d logical cores: %s", logical, strings.Join(ok, ", "))
 }
 
 // copiesShareNothing reports whether copies of shard physical cores each,
@@ -239,10 +262,11 @@ func lowerModel(cfg *configs.RunConfig) (*isa.Program, *Info, error) {
 	pass := modelPass(m)
 	pl := modelPlan(cfg)
 	if _, err := c.Shard(int64(pl.shard)); err != nil {
+		fits := tpChoices(cfg, c, pl)
 		if pl.lnc > 1 {
-			return nil, nil, cfg.FieldError("parallel.tp", "at hardware.chip.lnc %d each of the %d ranks is %d physical cores, which split its work as tensor parallelism too, so the model must divide by tp %d x lnc %d = %d: %v (set hardware.chip.lnc: 1, or a smaller tp)", pl.lnc, pl.tp, pl.lnc, pl.tp, pl.lnc, pl.shard, err)
+			return nil, nil, cfg.FieldError("parallel.tp", "at hardware.chip.lnc %d each of the %d ranks is %d physical cores, which split its work as tensor parallelism too, so the model must divide by tp %d x lnc %d = %d: %v (%s; or set hardware.chip.lnc: 1)", pl.lnc, pl.tp, pl.lnc, pl.tp, pl.lnc, pl.shard, err, fits)
 		}
-		return nil, nil, cfg.FieldError("parallel.tp", "%v", err)
+		return nil, nil, cfg.FieldError("parallel.tp", "%v (%s)", err, fits)
 	}
 	g, err := c.Build(zoo.BuildOptions{Pass: pass, Layers: m.Layers, WeightDType: wdt})
 	if err != nil {

@@ -171,8 +171,9 @@ func TestReplicasOfTensorParallelism(t *testing.T) {
 // its ranks, is an error naming the field and saying what.
 func TestParallelPlanErrors(t *testing.T) {
 	for _, c := range []struct{ hw, model, par, want string }{
-		{"{preset: trn2, chip: {lnc: 1}}", "llama-3-8b", "{tp: 3}", "parallel.tp: llama-3-8b: num_attention_heads 32 does not divide by tp 3"},
+		{"{preset: trn2, chip: {lnc: 1}}", "llama-3-8b", "{tp: 3}", "parallel.tp: llama-3-8b: num_attention_heads 32 does not divide by tp 3 (attention heads are split across the ranks; the nearest that divide it: 2 and 4) (tp values that divide it on this hardware's 8 logical cores: 1, 2, 4, 8)"},
 		{"{instance: trn2.48xlarge}", "llama-3-8b", "{tp: 32}", "at hardware.chip.lnc 2 each of the 32 ranks is 2 physical cores"},
+		{"{preset: trn2}", "llama-3-8b", "{tp: 3}", "(tp values that divide it on this hardware's 4 logical cores: 1, 2, 4; or set hardware.chip.lnc: 1)"},
 		{"{instance: trn2.48xlarge}", "llama-3-70b", "{tp: 64}", "parallel.tp: at hardware.chip.lnc 2 each of the 64 ranks is 2 physical cores, which split its work as tensor parallelism too, so the model must divide by tp 64 x lnc 2 = 128: llama-3-70b: num_attention_heads 64 is fewer than tp 128"},
 		{"{preset: trn2, chip: {lnc: 1}}", "llama-3-70b", "{tp: 8}", "the model does not fit one rank's HBM"},
 		{"{preset: trn2, chip: {lnc: 1}}", "llama-3-8b", "{}", "parallel.tp splits it over more cores"},

@@ -61,8 +61,14 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	out := &checkedWriter{w: stdout}
 	root := newRoot(out, stderr)
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintf(stderr, "trnsim: %v\n", err)
+	if cmd, err := root.ExecuteC(); err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, " arg(s)") {
+			// cobra's count of arguments: say which command and how it
+			// is called.
+			msg = fmt.Sprintf("%s: %s (usage: %s; see %s --help)", cmd.Name(), msg, cmd.UseLine(), cmd.CommandPath())
+		}
+		fmt.Fprintf(stderr, "trnsim: %s\n", msg)
 		var ee *exitError
 		if errors.As(err, &ee) {
 			return ee.code
@@ -110,10 +116,12 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var gpuList, gpuOps string
 	var plotDir, plotFormat, plotWindow string
 	cmd := &cobra.Command{
-		Use:   "run [config.yaml | kernel.asm]",
-		Short: "Simulate a run config or an assembly kernel (no argument: the embedded default)",
-		Long: `Simulate a run config or an assembly kernel (no argument: the embedded default)
-and print a summary on standard output.
+		Use:   "run [config.yaml | kernel.tile | kernel.asm]",
+		Short: "Simulate a run config, a tile-IR kernel or an assembly kernel (no argument: the embedded default)",
+		Long: `Simulate a run config, a tile-IR kernel (.tile) or an assembly kernel (.asm,
+.s) (no argument: the embedded default) and print a summary on standard
+output. A kernel file runs on the --preset given, else (assembly) the
+preset its .target names, else trn2.
 
 Every output path is checked before the simulation starts, and the outputs
 are put in place together only when the run succeeds: an existing file is
@@ -219,7 +227,7 @@ exits with 130 or 143.`,
 	f.Int64Var(&opts.TraceLimit, "trace-limit", 0, "trace only the first `N` events (0: all)")
 	f.StringVar(&opts.DumpAsm, "dump-asm", "", "write the lowered program as canonical assembly to `FILE`")
 	f.StringArrayVar(&sets, "set", nil, "override a config field: `dotted.path=value` (repeatable)")
-	f.StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
+	f.StringVar(&preset, "preset", "", "hardware preset for a kernel file (default: an assembly file's .target, else trn2)")
 	f.BoolVar(&opts.NoRaceCheck, "no-race-check", false, "turn the data-race detector off (faster)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress lines and no list of the files written on stderr (warnings and errors still print)")
 	f.StringVar(&plotDir, "plots", "", "write the run's figures into `DIR`: roofline(s), stall breakdown, engine timeline; for models also throughput, cost and the longest ops against the GPUs (docs/plots.md)")
@@ -333,7 +341,7 @@ func newCheckCmd(stdout io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a config field: `dotted.path=value` (repeatable)")
-	cmd.Flags().StringVar(&preset, "preset", "", "hardware preset for an assembly file without .target")
+	cmd.Flags().StringVar(&preset, "preset", "", "hardware preset for a kernel file (default: an assembly file's .target, else trn2)")
 	return cmd
 }
 

@@ -108,6 +108,7 @@ func TestBadInputGivesOneClearErrorAndNoOutput(t *testing.T) {
 		{"deadlock", []string{"run", deadlock}, "deadlock: 1 engine(s) can never continue"},
 		{"working set", []string{"run", tooBig}, "more than SBUF's 224.0 KiB"},
 		{"unknown command", []string{"fly"}, "unknown command \"fly\""},
+		{"two configs", []string{"run", badField, negative}, "run: accepts at most 1 arg(s), received 2 (usage: trnsim run [config.yaml | kernel.tile | kernel.asm] [flags]; see trnsim run --help)"},
 		{"bad --set", []string{"run", "--set", "hardware.core.sbuf.partition_kib=big"}, "--set hardware.core.sbuf.partition_kib=big: expected an integer"},
 		{"too big for HBM", []string{"run", "--set", "workload.gemm.m=10000000", "--set", "workload.gemm.k=10000000"}, "the gemm kernel's tensors do not fit one chip's HBM: they need"},
 		{"unknown --preset", []string{"run", "--preset", "trn9"}, `--preset trn9: unknown preset "trn9" (presets: inf2, trn1, trn2, trn3)`},

@@ -68,7 +68,7 @@ func plotResults(cmd *cobra.Command, path, out, format string, stdout io.Writer)
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if rep.Timeline == nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "trnsim: %s: no timeline section (written by a run without --plots), so no engine timeline\n", path)
+		fmt.Fprintf(cmd.ErrOrStderr(), "trnsim: note: %s has no timeline section (a run without --plots wrote it), so no engine timeline is drawn\n", path)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func TestSweepBadFile(t *testing.T) {
 	code, stdout, stderr := trnsim(t, "sweep", path, "--out", filepath.Join(dir, "out"))
 	assert.NotEqual(t, 0, code)
 	assert.Empty(t, stdout)
-	assert.Contains(t, stderr, "s.yaml:3: axis workload.gemm.m: a non-empty list of values")
+	assert.Contains(t, stderr, "s.yaml:3: axis workload.gemm.m: must be a non-empty list of values")
 	_, err := os.Stat(filepath.Join(dir, "out"))
 	assert.True(t, os.IsNotExist(err), "nothing written")
 }

@@ -374,6 +374,7 @@ func TestParseErrors(t *testing.T) {
 		// Attributes.
 		{"attribute not for the opcode", hdr + "vector tensor_copy x, x alu=add\n", `k.s:5:25: tensor_copy does not take attribute "alu" (it takes: wait, signal, op)`},
 		{"flag not for the opcode", hdr + "vector tensor_copy x, x start\n", `k.s:5:25: tensor_copy does not take attribute "start" (it takes: wait, signal, op)`},
+		{"attribute not for matmul", hdr + "tensor matmul x, x, x bogus=3\n", `k.s:5:23: matmul (load_stationary + multiply_moving) does not take attribute "bogus" (it takes: start, stop, perf, wait, signal, op)`},
 		{"duplicate attribute", hdr + "vector tensor_tensor x, x, x alu=add alu=max\n", `k.s:5:38: attribute alu given twice`},
 		{"duplicate op id", hdr + "vector tensor_copy x, x wait=s1>=1 op=1 op=2\n", `k.s:5:41: attribute op given twice`},
 		{"duplicate flag", hdr + "tensor multiply_moving p, x start start\n", `k.s:5:35: attribute start given twice`},

@@ -26,6 +26,9 @@ type Options struct {
 }
 
 type parser struct {
+	// written names the instruction as the line writes it where that is
+	// not its opcode (matmul, which expands to two), for messages.
+	written string
 	file    string
 	opts    Options
 	prog    *isa.Program
@@ -426,7 +429,10 @@ func (p *parser) matmulSugar(eng isa.Engine, ot token) error {
 	}
 	mm := &isa.Instruction{Body: &isa.Body{Op: isa.OpMultiplyMoving, Engine: eng, Chip: p.chip, Core: p.core,
 		Outs: []isa.Operand{ops[0]}, Ins: []isa.Operand{ops[2]}}, Line: int32(p.line)}
-	if err := p.attrs(mm); err != nil {
+	p.written = "matmul (load_stationary + multiply_moving)"
+	err = p.attrs(mm)
+	p.written = ""
+	if err != nil {
 		return err
 	}
 	ls := &isa.Instruction{Body: &isa.Body{Op: isa.OpLoadStationary, Engine: eng, Chip: p.chip, Core: p.core,
@@ -731,7 +737,11 @@ func (p *parser) attrs(in *isa.Instruction) error {
 		key := kt.text
 		allowed := attrAllowed(in.Op, key)
 		if !allowed {
-			return p.errAt(kt.col, "%s does not take attribute %q%s", in.Op, key, attrHint(in.Op))
+			name := in.Op.String()
+			if p.written != "" {
+				name = p.written
+			}
+			return p.errAt(kt.col, "%s does not take attribute %q%s", name, key, attrHint(in.Op))
 		}
 		if key != "wait" && key != "signal" {
 			if seen[key] {

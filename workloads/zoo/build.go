@@ -41,8 +41,8 @@ func (c *Config) Shard(tp int64) (*Config, error) {
 		return nil, fmt.Errorf("%s: num_attention_heads %d is fewer than tp %d (attention heads are split across the ranks: at most %d ranks)", c.Name, c.Heads, tp, c.Heads)
 	}
 	if c.Heads%tp != 0 {
-		return nil, fmt.Errorf("%s: num_attention_heads %d does not divide by tp %d (attention heads are split across the ranks; %d heads per rank would need tp %d or %d)",
-			c.Name, c.Heads, tp, c.Heads/tp, divisorBelow(c.Heads, tp), divisorAbove(c.Heads, tp))
+		return nil, fmt.Errorf("%s: num_attention_heads %d does not divide by tp %d (attention heads are split across the ranks; the nearest that divide it: %d and %d)",
+			c.Name, c.Heads, tp, divisorBelow(c.Heads, tp), divisorAbove(c.Heads, tp))
 	}
 	r := *c
 	r.Heads = c.Heads / tp

@@ -3,6 +3,7 @@ package zoo
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -110,10 +111,16 @@ func ParseHF(data []byte, file string) (*Config, error) {
 	raw := map[string]json.RawMessage{}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		line := 0
-		if se, ok := err.(*json.SyntaxError); ok {
+		msg := "not a JSON object: " + err.Error()
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
 			line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+			msg = "not valid JSON: " + err.Error()
+			if se.Offset >= int64(len(bytes.TrimRight(data, " \t\r\n"))) {
+				msg += " (the file ends before its object does)"
+			}
 		}
-		return nil, &Error{File: file, Line: line, Msg: "not a JSON object: " + err.Error()}
+		return nil, &Error{File: file, Line: line, Msg: msg}
 	}
 	lines := keyLines(data)
 	p := &hfParser{file: file, raw: raw, lines: lines, used: map[string]bool{}}

@@ -78,7 +78,7 @@ func TestShardErrors(t *testing.T) {
 		heads, kv, inter, tp int64 // 0: the model's own
 		err                  string
 	}{
-		{"llama-3-8b", 0, 0, 0, 3, "llama-3-8b: num_attention_heads 32 does not divide by tp 3 (attention heads are split across the ranks; 10 heads per rank would need tp 2 or 4)"},
+		{"llama-3-8b", 0, 0, 0, 3, "llama-3-8b: num_attention_heads 32 does not divide by tp 3 (attention heads are split across the ranks; the nearest that divide it: 2 and 4)"},
 		{"qwen2-7b", 24, 0, 0, 6, "qwen2-7b: tp 6 is not a multiple of num_key_value_heads 4 (with fewer KV heads than ranks, each KV head is replicated on tp / 4 ranks)"},
 		{"llama-3-8b", 0, 12, 0, 8, "llama-3-8b: num_key_value_heads 12 does not divide by tp 8"},
 		{"bert-base", 0, 0, 3070, 12, "bert-base: intermediate_size 3070 does not divide by tp 12 (the MLP's columns are split across the ranks)"},

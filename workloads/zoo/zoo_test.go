@@ -140,7 +140,9 @@ func TestHFErrors(t *testing.T) {
 		{"rope type", ",\n  \"rope_scaling\": {\"rope_type\": \"wavy\"}", "", `c.json:9: rope_scaling: rope type "wavy" is not supported`},
 		{"activation", ",\n  \"hidden_act\": \"mish\"", "", `c.json:9: hidden_act: "mish" is not a supported activation`},
 		{"quantised", ",\n  \"quantization_config\": {\"bits\": 4}", "", `quantization_config: {"bits": 4} is not supported`},
-		{"syntax", "", "{\n  \"hidden_size\": 2048,\n  oops\n}", `c.json:3: not a JSON object`},
+		{"syntax", "", "{\n  \"hidden_size\": 2048,\n  oops\n}", `c.json:3: not valid JSON: invalid character 'o'`},
+		{"truncated", "", "{\n  \"hidden_size\": 2048,\n", `c.json:3: not valid JSON: unexpected end of JSON input (the file ends before its object does)`},
+		{"an array", "", "[1, 2]", `c.json: not a JSON object`},
 		{"bert decoder", "", `{"architectures": ["BertModel"], "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 10, "max_position_embeddings": 16, "is_decoder": true}`, `is_decoder: true is not supported`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

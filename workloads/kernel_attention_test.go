@@ -42,10 +42,16 @@ func tensorPeakFLOPs(cfg *configs.RunConfig, dt isa.DType) float64 {
 
 func runAttention(t *testing.T, preset string, a kernels.Attention) *attnRun {
 	t.Helper()
+	return runAttentionWith(t, preset, a, kernels.AttentionOptions{OpID: 1})
+}
+
+// runAttentionWith is runAttention with the given options.
+func runAttentionWith(t *testing.T, preset string, a kernels.Attention, o kernels.AttentionOptions) *attnRun {
+	t.Helper()
 	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + preset}})
 	require.NoError(t, err)
 	tg := Target(cfg)
-	plan, err := kernels.PlanAttention(a, kernels.AttentionOptions{OpID: 1}, tg)
+	plan, err := kernels.PlanAttention(a, o, tg)
 	require.NoError(t, err)
 	k, err := plan.Kernel()
 	require.NoError(t, err)
@@ -161,6 +167,11 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 		{"prefill 2048 gqa d128", "trn2", attnPrefill(2048, 32, 8, 128)},
 		{"prefill 300 mha d64", "trn1", attnPrefill(300, 12, 12, 64)},
 		{"prefill 128 gqa d64 fp32", "inf2", fp32},
+		// Short prompts over many heads of 64 (BERT, GPT-2): Q, K and V
+		// load as whole token rows.
+		{"prefill 128 batch 8 mha d64 (token rows)", "trn2", bertAttn(8, 128)},
+		{"prefill 100 mha d64 causal (token rows)", "trn1", attnPrefill(100, 12, 12, 64)},
+		{"prefill 77 batch 3 mha d64 (token rows)", "inf2", bertAttn(3, 77)},
 		{"prefill 300 gqa d128 window 128", "trn3", window},
 		{"prefill 300 gqa d128 from a head-major cache", "trn2", attnCached(attnPrefill(300, 32, 8, 128))},
 		{"prefill 2048 gqa d128 from a head-major cache", "trn2", attnCached(attnPrefill(2048, 32, 8, 128))},
@@ -205,6 +216,36 @@ func TestAttentionRunsWithinPhysicalBounds(t *testing.T) {
 			assert.GreaterOrEqual(t, r.simNs, r.dmaNs, "no faster than Q, K, V and O at the DMA bandwidth")
 			assert.GreaterOrEqual(t, r.res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, tc.a.FLOPs(), "the matmuls cover every non-masked score")
 		})
+	}
+}
+
+// bertAttn is BERT-base's attention: 12 heads of 64, not causal.
+func bertAttn(batch, seq int64) kernels.Attention {
+	a := attnPrefill(seq, 12, 12, 64)
+	a.Batch, a.Causal = batch, false
+	return a
+}
+
+// Short prompts over heads of 64 load Q, K and V as whole token rows
+// (a head's own rows, 128 bytes, are descriptor-bound): the same
+// matmuls, fewer transfers, less time than each head's rows loaded by
+// itself.
+func TestAttentionLoadsTokenRows(t *testing.T) {
+	for _, tc := range []struct {
+		preset string
+		a      kernels.Attention
+	}{
+		{"trn2", bertAttn(8, 128)},
+		{"trn1", bertAttn(1, 128)},
+		{"trn3", attnPrefill(64, 12, 12, 64)},
+	} {
+		rows := runAttention(t, tc.preset, tc.a)
+		perHead := runAttentionWith(t, tc.preset, tc.a, kernels.AttentionOptions{OpID: 1, PerHeadRows: true})
+		t.Logf("%s seq %d batch %d: token rows %.1f us, per head %.1f us", tc.preset, tc.a.Seq, tc.a.Batch, float64(rows.simNs)/1e3, float64(perHead.simNs)/1e3)
+		core, phCore := &rows.res.Chips[0].Cores[0], &perHead.res.Chips[0].Cores[0]
+		assert.Equal(t, phCore.Engines[isa.EngineTensor].FLOPs-core.Engines[isa.EngineTensor].FLOPs, 0.0, "the same matmuls (transposes carry no FLOPs)")
+		assert.Less(t, core.DMA.Transfers, phCore.DMA.Transfers, "fewer transfers")
+		assert.Less(t, rows.simNs, perHead.simNs, "less time")
 	}
 }
 

@@ -40,6 +40,9 @@ type AttentionOptions struct {
 	// Buffers is the depth of the Q, K and V buffering.
 	Buffers int64
 	OpID    int32
+	// PerHeadRows loads each head's rows by itself even where whole token
+	// rows would do (AttentionPlan.rows off), for comparisons.
+	PerHeadRows bool
 }
 
 // AttentionPlan is a resolved attention lowering.
@@ -72,7 +75,13 @@ type AttentionPlan struct {
 	// noQTGroup: each query block loads its own Q^T, where a head
 	// group's whole Q^T (qtHG in Kernel) would not fit beside the rest.
 	noQTGroup bool
-	scale     float64
+	// rows: preloaded Q, K and V load as whole token rows (every head of
+	// a batch element in one transfer), and TensorE transposes each
+	// head's Q^T and K^T out of them (rowsLoad in Kernel); false where
+	// the layout, the head packing, PSUM or SBUF do not allow it, or the
+	// fit gave it up.
+	rows  bool
+	scale float64
 	// sdt is the dtype of the scores in PSUM.
 	sdt  isa.DType
 	auto map[string]bool
@@ -87,8 +96,10 @@ const attnNeg = -30000.0
 func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*AttentionPlan, error) {
 	// The same attention on the same target (every layer of a model) is
 	// planned once: the plan is its op id's alone.
-	k := attentionKey{a: a, buffers: o.Buffers, target: tg.Key()}
-	p, err := planOnce(tg, k, func() (*AttentionPlan, error) { return planAttention(a, AttentionOptions{Buffers: o.Buffers}, tg) })
+	k := attentionKey{a: a, buffers: o.Buffers, perHead: o.PerHeadRows, target: tg.Key()}
+	p, err := planOnce(tg, k, func() (*AttentionPlan, error) {
+		return planAttention(a, AttentionOptions{Buffers: o.Buffers, PerHeadRows: o.PerHeadRows}, tg)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +111,7 @@ func PlanAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 type attentionKey struct {
 	a       Attention
 	buffers int64
+	perHead bool
 	target  sched.TargetKey
 }
 
@@ -186,6 +198,7 @@ func planAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 	// (each lane group loads only its own KV heads), then single-buffered
 	// inputs. A choice fits when the scheduler can place its kernel's
 	// tiles.
+	p.rows = !o.PerHeadRows && p.rowsFit(lim.PSUMBankBytes())
 	stream := ceilDiv(p.T, p.KB) > 2
 	p.EndBufs = 2
 	for {
@@ -199,6 +212,8 @@ func planAttention(a Attention, o AttentionOptions, tg *sched.Target) (*Attentio
 			return p, err
 		}
 		switch {
+		case p.rows:
+			p.rows = false
 		case !p.noQTGroup && p.qtGroup():
 			p.noQTGroup = true
 		case p.EndBufs > 1:
@@ -498,6 +513,52 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			dma(b, isa.OpDMATranspose, dst, qHBM.At(RS(bi.MulC(a.Seq).Add(q0), nq), RS(h.MulC(d), C(d))))
 		}
 	}
+	// Whole token rows (p.rows): per batch element one transfer each of
+	// Q's, K's and V's rows (every head; K and V 128 keys a tile), from
+	// which each head group's slots and lanes take theirs: TensorE
+	// transposes a slot's K^T and a lane's Q^T into PSUM, copied out to
+	// their tiles, and a slot's V is copied across.
+	type tokenRows struct{ q, k, v *Tile }
+	loadRows := func(b *Block, bi Expr) *tokenRows {
+		qw, kw := a.QHeads*d, a.KVHeads*d
+		r := &tokenRows{q: b.Tile("q_rows", isa.MemSBUF, dt, []int64{128, qw}, 2),
+			k: b.Tile("k_rows", isa.MemSBUF, dt, []int64{128, nT, kw}, 2), v: b.Tile("v_rows", isa.MemSBUF, dt, []int64{128, nT, kw}, 2)}
+		dma(b, isa.OpDMACopy, r.q.At(R(C(0), C(a.Seq)), R(C(0), C(qw))), qHBM.At(RS(bi.MulC(a.Seq), C(a.Seq)), R(C(0), C(qw))))
+		for j := int64(0); j < nT; j++ {
+			w := min(128, T-j*128)
+			for _, x := range []struct{ rows, hbm *Tile }{{r.k, kHBM}, {r.v, vHBM}} {
+				dma(b, isa.OpDMACopy, x.rows.At(R(C(0), C(w)), I(C(j)), R(C(0), C(kw))), x.hbm.At(RS(bi.MulC(T).AddC(j*128), C(w)), R(C(0), C(kw))))
+			}
+		}
+		return r
+	}
+	// fromRowsKV fills head group hg's K^T (every key at position 0 of
+	// kt) and V (tiles from 0 of vt) from r.
+	fromRowsKV := func(b *Block, r *tokenRows, hg Expr, kt, vt atter) {
+		ps := b.Tile("ps_rk", isa.MemPSUM, dt, []int64{128, p.KVSlots * nT, 128}, 1)
+		for s := int64(0); s < p.KVSlots; s++ {
+			kvh := hg.MulC(L * Pk).Div(C(g)).AddC(s)
+			onesColumn(b, vt, s)
+			for j := int64(0); j < nT; j++ {
+				w, e := min(128, T-j*128), s*nT+j
+				op(b, &Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: ins(ps.At(R(C(0), C(d)), I(C(e)), R(C(0), C(w)))),
+					Ins: ins(r.k.At(R(C(0), C(w)), I(C(j)), RS(kvh.MulC(d), C(d))))})
+				op(b, &Op{Opcode: isa.OpTensorCopy, Any: true, Outs: ins(kt.At(R(C(0), C(d)), I(C(s)), R(C(j*128), C(j*128+w)))),
+					Ins: ins(ps.At(R(C(0), C(d)), I(C(e)), R(C(0), C(w))))})
+				op(b, &Op{Opcode: isa.OpTensorCopy, Any: true, Outs: ins(vt.At(R(C(0), C(w)), I(C(s)), I(C(j)), R(C(0), C(d)))),
+					Ins: ins(r.v.At(R(C(0), C(w)), I(C(j)), RS(kvh.MulC(d), C(d))))})
+			}
+		}
+	}
+	// fromRowsQ fills lane l's Q^T (of head group hg) in qt from r.
+	fromRowsQ := func(b *Block, r *tokenRows, hg Expr, l int64, qt atter) {
+		ps := b.Tile(fmt.Sprintf("ps_rq%d", l), isa.MemPSUM, dt, []int64{128, 128}, 2)
+		h := hg.MulC(L * Pk).AddC(l * Pk)
+		op(b, &Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: ins(ps.At(R(C(0), C(d)), R(C(0), C(a.Seq)))),
+			Ins: ins(r.q.At(R(C(0), C(a.Seq)), RS(h.MulC(d), C(d))))})
+		op(b, &Op{Opcode: isa.OpTensorCopy, Any: true, Outs: ins(qt.At(R(C(0), C(d)), R(C(0), C(a.Seq)))),
+			Ins: ins(ps.At(R(C(0), C(d)), R(C(0), C(a.Seq))))})
+	}
 	// Preloaded (preload): with one query block and every head group's
 	// Q^T, K^T and V within preloadBytes, all of them load first, into
 	// kernel-level tiles, each transfer ahead of every matmul in program
@@ -511,17 +572,35 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 		ktAll = root.Tile("kt_all", isa.MemSBUF, dt, []int64{128, nHG, p.KVSlots, T}, 1)
 		vtAll = root.Tile("v_all", isa.MemSBUF, dt, []int64{128, nHG, p.KVSlots, nT, vw}, 1)
 		qtAll = root.Tile("qt_all", isa.MemSBUF, dt, []int64{128, nHG * L, RB}, 1)
-		root.For("b_p", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
-			b.For("hg_p", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
-				idx := bi.MulC(nGroups).Add(hg)
-				loadKV(b, slotted{ktAll, idx, true}, slotted{vtAll, idx, true}, bi, hg)
-				for l := int64(0); l < L; l++ {
-					loadQ(b, slotted{qtAll, idx.MulC(L).AddC(l), true}, bi, hg, l, C(0), C(a.Seq))
-				}
+		if p.rows {
+			root.For("b_r", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
+				r := loadRows(b, bi)
+				b.For("hg_r", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
+					idx := bi.MulC(nGroups).Add(hg)
+					fromRowsKV(b, r, hg, slotted{ktAll, idx, true}, slotted{vtAll, idx, true})
+					for l := int64(0); l < L; l++ {
+						fromRowsQ(b, r, hg, l, slotted{qtAll, idx.MulC(L).AddC(l), true})
+					}
+				})
 			})
-		})
+		} else {
+			root.For("b_p", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
+				b.For("hg_p", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
+					idx := bi.MulC(nGroups).Add(hg)
+					loadKV(b, slotted{ktAll, idx, true}, slotted{vtAll, idx, true}, bi, hg)
+					for l := int64(0); l < L; l++ {
+						loadQ(b, slotted{qtAll, idx.MulC(L).AddC(l), true}, bi, hg, l, C(0), C(a.Seq))
+					}
+				})
+			})
+		}
 	}
 	root.For("b", C(0), C(a.Batch), Parallel, func(b *Block, bi Expr) {
+		// (Token rows for the head groups' loads, unless preloaded.)
+		var rows *tokenRows
+		if p.rows && !preload {
+			rows = loadRows(b, bi)
+		}
 		b.For("hg", C(0), C(nGroups), Parallel, func(b *Block, hg Expr) {
 			var kt, vt atter
 			if preload {
@@ -530,9 +609,12 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			} else {
 				kt = b.Tile("kt", isa.MemSBUF, dt, []int64{128, p.KVSlots, keys}, nbuf)
 				vt = b.Tile("v", isa.MemSBUF, dt, []int64{128, p.KVSlots, nTk, vw}, nbuf)
-				if ring == 0 {
+				switch {
+				case rows != nil:
+					fromRowsKV(b, rows, hg, kt, vt)
+				case ring == 0:
 					loadKV(b, kt, vt, bi, hg)
-				} else {
+				default:
 					for s := int64(0); s < p.KVSlots; s++ {
 						onesColumn(b, vt, s)
 					}
@@ -552,6 +634,11 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					q0 := qb.MulC(QB)
 					nq := Min(C(QB), C(a.Seq).Sub(q0))
 					for l := int64(0); l < L; l++ {
+						if rows != nil {
+							// (One query block: qb is 0.)
+							fromRowsQ(b, rows, hg, l, slotted{qtHG, qb.AddC(l * nQB), true})
+							continue
+						}
 						loadQ(b, slotted{qtHG, qb.AddC(l * nQB), true}, bi, hg, l, q0, nq)
 					}
 				})
@@ -910,6 +997,10 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					}
 					qt := b.Tile(fmt.Sprintf("qt%d", l), isa.MemSBUF, dt, []int64{128, RB}, nbuf)
 					qts[l] = qt
+					if rows != nil {
+						fromRowsQ(b, rows, hg, l, qt)
+						continue
+					}
 					loadQ(b, qt, bi, hg, l, gq.q0, gq.nq)
 				}
 				// Software pipelined: key block kb's softmax, then the
@@ -980,6 +1071,29 @@ func (p *AttentionPlan) qtGroup() bool {
 // preloadBytes bounds the SBUF per partition of attention's preloaded
 // inputs (every head group's Q^T, K^T and V).
 const preloadBytes = 24 << 10
+
+// rowsStageBytes bounds the SBUF per partition of the token rows that
+// the preloaded Q, K and V load whole (rowsLoad in Kernel), in their two
+// rotations.
+const rowsStageBytes = 16 << 10
+
+// rowsFit reports whether the preloaded inputs can load as whole token
+// rows: a token-major K and V (a head-major cache loads a head's rows
+// contiguously already), one head a query block (no packing), one key
+// tile's worth of transposes for every slot and lane in one PSUM bank,
+// and the rows within rowsStageBytes. Each head's rows are head_dim
+// elements (128 bytes at d = 64, BF16): a transfer per head is
+// descriptor-bound (26% of the DMA engines' rate), where a row of every
+// head is not; TensorE's transposes (idle before the first scores) and
+// the copies out of PSUM cost less than the descriptors they save.
+func (p *AttentionPlan) rowsFit(bankBytes int64) bool {
+	a := p.A
+	eb := int64(a.DType.Bytes())
+	nT := ceilDiv(p.T, 128)
+	stage := 2 * (a.QHeads*a.HeadDim + 2*nT*a.KVHeads*a.HeadDim) * eb
+	return !a.KVHeadMajor && p.Pack == 1 && a.Seq <= 128 && p.KVBlocks == 0 &&
+		p.KVSlots*nT*128*eb <= bankBytes && stage <= rowsStageBytes
+}
 
 // attnHalfScores keeps the scores in PSUM in the input's 2-byte dtype
 // (the PE array rounds its FP32 sums on write), which halves VectorE's

@@ -280,6 +280,9 @@ func addOps(ops, more []opstats.Op, off clock.Time) []opstats.Op {
 		if m.Start != clock.Never {
 			m.Start += off
 		}
+		if m.ComputeStart != clock.Never {
+			m.ComputeStart += off
+		}
 		if m.End > 0 {
 			m.End += off
 		}

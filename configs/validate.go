@@ -593,7 +593,7 @@ func (c *RunConfig) validateModel(required func(path, hint string) error) error 
 		v    int64
 		name string
 	}{{m.Batch, "batch"}, {m.Tokens, "tokens"}} {
-		if _, set := c.Sources["workload.model."+f.name]; set && f.v == 0 {
+		if _, set := c.Sources["workload.model."+f.name]; set && f.v == 0 && (f.name == "batch" || m.Mode == "decode") {
 			return c.errAtPath("workload.model."+f.name, "must be greater than 0, got 0 (leave it out for 1)")
 		}
 	}

@@ -45,10 +45,11 @@ type OpCounters struct {
 	// FirstStart and LastEnd bound the op's activity on the engine
 	// (LastEnd includes completion latency).
 	FirstStart, LastEnd clock.Time
-	// ComputeStart is the first start of the op's instructions other than
-	// DMA triggers (clock.Never: none): a transfer triggered ahead of the
-	// op's compute (a weight prefetch) does not start its window in the
-	// time split (opstats.SplitTime).
+	// ComputeStart is the first start of the op's instructions that
+	// compute (not DMA triggers, nops, semaphore-only instructions or
+	// barriers; clock.Never: none): a transfer triggered ahead of the op's
+	// compute (a weight prefetch) does not start its window in the time
+	// split (opstats.SplitTime).
 	ComputeStart clock.Time
 	FLOPs        float64
 	// DMABytes are the bytes the op's transfers triggered here wrote to
@@ -88,7 +89,7 @@ func (st *Stats) Committed(c *Commit) {
 	if c.Start < o.FirstStart {
 		o.FirstStart = c.Start
 	}
-	if c.Start < o.ComputeStart && !in.Op.IsDMA() {
+	if c.Start < o.ComputeStart && computes(in.Op) {
 		o.ComputeStart = c.Start
 	}
 	if c.Completion > o.LastEnd {
@@ -149,4 +150,14 @@ func (st *Stats) OpIDs() []int32 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// computes reports whether an instruction of opcode op does the work of
+// its op (neither a DMA trigger nor synchronisation alone).
+func computes(op isa.Opcode) bool {
+	switch op {
+	case isa.OpNop, isa.OpSemWait, isa.OpSemInc, isa.OpBarrier:
+		return false
+	}
+	return !op.IsDMA()
 }

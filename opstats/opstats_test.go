@@ -138,3 +138,23 @@ func TestPrefetchedOpTakesOnlyItsComputeShare(t *testing.T) {
 	assert.Equal(t, clock.Time(100), ops[1].Time)
 	assert.Equal(t, clock.Time(1000), ops[1].Span, "the span is still the op's whole activity")
 }
+
+// Synchronisation is not compute: an op of transfers and a closing nop
+// (a collective) keeps its whole activity as its window.
+func TestSynchronisationDoesNotStartAWindow(t *testing.T) {
+	c := New()
+	st := engines.NewStats()
+	commit := func(op int32, opc isa.Opcode, start, end clock.Time) {
+		in := &isa.Instruction{Body: &isa.Body{Op: opc, OpID: op}}
+		st.Committed(&engines.Commit{In: in, Dec: &isa.Decoded{}, Start: start, End: end, Completion: end})
+	}
+	commit(1, isa.OpDMACopy, 0, 10)
+	commit(1, isa.OpSemWait, 5, 6)
+	commit(2, isa.OpTensorTensor, 10, 600)
+	commit(1, isa.OpNop, 990, 1000)
+	c.AddEngine(0, 0, isa.EngineGpSimd, &st)
+	ops := c.Ops(1000)
+	require.Len(t, ops, 2)
+	assert.Equal(t, clock.Never, ops[0].ComputeStart)
+	assert.Equal(t, clock.Time(10+590/2+400), ops[0].Time, "the collective's window is its whole activity")
+}

@@ -90,11 +90,13 @@ func Bars(path string, f Figure, groups []string, series []BarSeries) error {
 type linearTicks struct{}
 
 func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
-	if !(hi > lo) {
-		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
-	}
 	span := hi - lo
 	step := math.Pow(10, math.Floor(math.Log10(span/4)))
+	if !(span > 0) || math.IsInf(span, 0) || !(step > 0) || math.IsInf(step, 0) || step < span*1e-6 {
+		// Nothing to divide (an empty, infinite or subnormal range): the
+		// ends alone.
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}, {Value: hi, Label: strconv.FormatFloat(hi, 'g', 4, 64)}}
+	}
 	for _, m := range []float64{1, 2, 5, 10} {
 		if span/(step*m) <= 8 {
 			step *= m
@@ -103,7 +105,7 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var out []plot.Tick
 	first := math.Ceil(lo/step) * step
-	for i := 0; ; i++ {
+	for i := 0; i < 20; i++ {
 		v := first + float64(i)*step
 		if v > hi+step*1e-9 {
 			break
@@ -125,6 +127,12 @@ func tickLabel(v, step, hi float64) string {
 	}
 	unit, suffix := 1.0, ""
 	switch {
+	case hi >= 1e15 || step < 1e-6:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	case hi >= 1e12:
+		unit, suffix = 1e12, "T"
+	case hi >= 1e9:
+		unit, suffix = 1e9, "G"
 	case hi >= 1e6:
 		unit, suffix = 1e6, "M"
 	case hi >= 1e4:

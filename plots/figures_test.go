@@ -190,4 +190,14 @@ func TestLinearTicks(t *testing.T) {
 		assert.Equal(t, tc.labels, got, "%g to %g", tc.lo, tc.hi)
 		assert.GreaterOrEqual(t, len(got), 4)
 	}
+	// Ranges with nothing to divide return at once, with their ends.
+	for _, r := range [][2]float64{{0, math.Inf(1)}, {0, 5e-324}, {3, 3}, {0, math.NaN()}, {0, 1e300}} {
+		ticks := (linearTicks{}).Ticks(r[0], r[1])
+		assert.NotEmpty(t, ticks, "%g to %g", r[0], r[1])
+		assert.LessOrEqual(t, len(ticks), 40, "%g to %g", r[0], r[1])
+		for _, tk := range ticks {
+			assert.LessOrEqual(t, len(tk.Label), 12, "%g to %g: %q", r[0], r[1], tk.Label)
+		}
+	}
+	assert.Equal(t, "4G", tickLabel(4e9, 1e9, 9e9))
 }

@@ -374,7 +374,7 @@ func (r *Report) writeCost(line func(k, format string, args ...any)) {
 // sig3 writes v to three significant digits without an exponent (7560,
 // 0.00602), as people read energy and money.
 func sig3(v float64) string {
-	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= 1e15 || math.Abs(v) < 1e-9 {
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
 	// Rounded to three digits first, so 999.6 becomes 1000, not 999.6.
@@ -385,7 +385,7 @@ func sig3(v float64) string {
 // usdPerHour writes an hourly price: cents from a dollar up ($17.88),
 // four decimals below one (a core's share, $0.6719).
 func usdPerHour(v float64) string {
-	if v >= 1 {
+	if v >= 0.99995 { // (what %.4f would print as 1.0000)
 		return fmt.Sprintf("$%.2f/h", v)
 	}
 	return fmt.Sprintf("$%.4f/h", v)

@@ -149,4 +149,6 @@ func TestMoneyAndEnergyFormats(t *testing.T) {
 	}
 	assert.Equal(t, "$17.88/h", usdPerHour(17.88))
 	assert.Equal(t, "$0.6719/h", usdPerHour(0.67188))
+	assert.Equal(t, "$1.00/h", usdPerHour(0.99996))
+	assert.Equal(t, "1.23e+25", sig3(1.23e25))
 }

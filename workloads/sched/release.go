@@ -51,7 +51,10 @@ func (s *metaStore) add(m *bodyMeta) {
 
 // get returns the meta of index idx.
 func (s *metaStore) get(idx uint32) *bodyMeta {
-	m := s.chunks[idx/metaChunk][idx%metaChunk]
+	var m *bodyMeta
+	if ch := s.chunks[idx/metaChunk]; ch != nil {
+		m = ch[idx%metaChunk]
+	}
 	if m == nil {
 		panic(fmt.Sprintf("internal error: body %d used after its op was released", idx))
 	}
@@ -263,6 +266,15 @@ func (w *walk) progress() {
 	}
 	w.checkpoints = append(w.checkpoints, checkpoint{unit: u, made: made})
 	w.c.rel.try()
+}
+
+// drained notes that st handed out an instruction: once the walk is done
+// and one of its streams holds nothing more, the releaser looks again
+// (a done walk takes no more steps, so its own progress calls are over).
+func (w *walk) drained(st *stream) {
+	if w.done && st.ocount == 0 {
+		w.c.rel.try()
+	}
 }
 
 // safeUnit returns the units before which the walk holds no instruction

@@ -83,3 +83,23 @@ func TestReleasingBodiesChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// Release goes on run after run, also when streams detach from the shared
+// walk (their held instructions dropped) and after a walk is done: each
+// run of the layered kernel releases as many bodies as the first.
+func TestReleaseGoesOnAcrossRuns(t *testing.T) {
+	cfg := preset(t, "trn2", "hardware.chips=2")
+	for _, opts := range []sched.Options{{DGEAuto: true, ReleaseAbove: -1}, {DGEAuto: true, ReleaseAbove: -1, SoloBuffer: 16}, {DGEAuto: true, ReleaseAbove: -1, SoloBuffer: 64}} {
+		p, err := sched.Compile(mustParse(t, layersKernel), workloads.Target(cfg), opts)
+		require.NoError(t, err)
+		var counts []int64
+		for range 3 {
+			_, err = chip.Run(cfg, p.Program, chip.Options{})
+			require.NoError(t, err, "%+v", opts)
+			counts = append(counts, p.BodiesReleased())
+		}
+		require.Positive(t, counts[0], "%+v", opts)
+		assert.Equal(t, 2*counts[0], counts[1], "the second run releases what the first did, %+v", opts)
+		assert.Equal(t, 3*counts[0], counts[2], "and the third, %+v", opts)
+	}
+}

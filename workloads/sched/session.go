@@ -70,12 +70,15 @@ func (o *outStream) Next() (*isa.Instruction, error) {
 	st := w.streams[o.idx]
 	if in := w.popPlain(st); in != nil {
 		o.handed++
+		w.drained(st)
 		return in, nil
 	}
 	for {
 		if st.headFinal(w.done) != nil {
 			o.handed++
-			return w.next(st), nil
+			in := w.next(st)
+			w.drained(st)
+			return in, nil
 		}
 		if w.err != nil {
 			return nil, w.err

@@ -337,9 +337,11 @@ func (s *stream) pop(e *outEntry) (x outExtra) {
 	return x
 }
 
-// dropOut forgets every instruction held.
+// dropOut forgets every instruction held, as if handed out (so that the
+// releaser's checkpoints, counts of instructions made, are passed).
 func (s *stream) dropOut() {
 	*s.held -= s.ocount
+	s.opos += int64(s.ocount)
 	s.out, s.ohead, s.ocount, s.extra, s.xhead = nil, 0, 0, nil, 0
 }
 

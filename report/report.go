@@ -859,21 +859,55 @@ func (r *Report) WriteSummary(w io.Writer) {
 	if len(r.Stalls) == 0 {
 		line("top stalls", "none")
 	}
-	for i, s := range r.Stalls {
+	// Rows alike but for the core (the ranks of a collective) are one
+	// row naming the cores; the place column is as wide as its widest.
+	type stallRow struct{ cores, engine, rest string }
+	var rows []stallRow
+	for i := 0; i < len(r.Stalls); {
+		s := r.Stalls[i]
+		e := r.coreEngine(s.Chip, s.Core, s.Engine)
+		rest := fmt.Sprintf("%-15s %s (%.1f%%)  [busy %.1f%%, %s]", s.Cause, clock.Time(s.TimeS*1e15+0.5), s.Pct, e.BusyPct, plural(e.Instructions, "instruction"))
+		j := i + 1
+		for r.CoresUsed > 1 && j < len(r.Stalls) {
+			t := r.Stalls[j]
+			te := r.coreEngine(t.Chip, t.Core, t.Engine)
+			if t.Engine != s.Engine || fmt.Sprintf("%-15s %s (%.1f%%)  [busy %.1f%%, %s]", t.Cause, clock.Time(t.TimeS*1e15+0.5), t.Pct, te.BusyPct, plural(te.Instructions, "instruction")) != rest {
+				break
+			}
+			j++
+		}
+		cores := ""
+		if r.CoresUsed > 1 {
+			cores = fmt.Sprintf("%d.%d", s.Chip, s.Core)
+			if last := r.Stalls[j-1]; j-i > 1 {
+				cores = fmt.Sprintf("%d.%d-%d.%d", s.Chip, s.Core, last.Chip, last.Core)
+				rest += fmt.Sprintf(" each of %d cores", j-i)
+			}
+		}
+		rows = append(rows, stallRow{cores, s.Engine, rest})
+		i = j
+	}
+	width := 0
+	for _, row := range rows {
+		width = max(width, len(row.cores))
+	}
+	for i, row := range rows {
 		k := ""
 		if i == 0 {
 			k = "top stalls"
 		}
-		where := s.Engine
-		if r.CoresUsed > 1 {
-			where = fmt.Sprintf("%d.%d %s", s.Chip, s.Core, s.Engine)
+		if width > 0 {
+			line(k, "%-*s %-7s %s", width, row.cores, row.engine, row.rest)
+		} else {
+			line(k, "%-7s %s", row.engine, row.rest)
 		}
-		e := r.coreEngine(s.Chip, s.Core, s.Engine)
-		line(k, "%-7s %-15s %s (%.1f%%)  [busy %.1f%%, %s]",
-			where, s.Cause, clock.Time(s.TimeS*1e15+0.5), s.Pct, e.BusyPct, plural(e.Instructions, "instruction"))
 	}
 	if len(r.Stalls) > 0 {
-		line("", "(waits with instructions left, before the first one too; idle time is not a stall)")
+		if r.CoresUsed > 1 {
+			line("", "(CHIP.CORE and engine; waits with instructions left, before the first one too; idle time is not a stall)")
+		} else {
+			line("", "(waits with instructions left, before the first one too; idle time is not a stall)")
+		}
 	}
 	r.writeOps(w, line)
 	line("SBUF peak", "%s of %s per partition (%.1f%%)", HumanBytes(r.SBUF.PeakBytesPerPartition), HumanBytes(r.SBUF.CapacityBytes), r.SBUF.PeakPct)

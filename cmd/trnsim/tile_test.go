@@ -107,3 +107,12 @@ func TestTileKernelErrors(t *testing.T) {
 		}
 	}
 }
+
+// The ranks of a collective that stall alike are one row of the top
+// stalls, naming the cores (CHIP.CORE) and how many.
+func TestTopStallsFoldAlikeCores(t *testing.T) {
+	code, out, stderr := trnsim(t, "run", "-q", "../../examples/allreduce.tile")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `top stalls +0\.0-0\.4 gpsimd  semaphore +[0-9.]+ us \([0-9.]+%\)  \[busy [0-9.]+%, [0-9]+ instructions\] each of 5 cores\n`, out)
+	assert.Contains(t, out, "(CHIP.CORE and engine;")
+}

@@ -965,10 +965,23 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			// finalize divides O by the row sums and stores it.
 			finalize := func(b *Block, gq geom, sfx string) {
 				rows := gq.rows
+				// With one head a lane (no packing) the lanes' outputs,
+				// consecutive heads, store as one transfer: rows of every
+				// lane's head (a head's own are head_dim elements, 128
+				// bytes at 64 in BF16: descriptor-bound).
+				var oAll *Tile
+				if Pk == 1 && L > 1 {
+					oAll = b.Tile("ot"+sfx, isa.MemSBUF, dt, []int64{128, L * d}, endBufs(sfx))
+				}
 				for l := int64(0); l < L; l++ {
 					ln := &lanes[l]
 					rl := b.Tile(fmt.Sprintf("rl%d%s", l, sfx), isa.MemSBUF, isa.FP32, []int64{128, 1}, endBufs(sfx))
-					ot := b.Tile(fmt.Sprintf("ot%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, d}, endBufs(sfx))
+					var ot atter
+					if oAll != nil {
+						ot = colsOf{oAll, l * d}
+					} else {
+						ot = b.Tile(fmt.Sprintf("ot%d%s", l, sfx), isa.MemSBUF, dt, []int64{128, d}, endBufs(sfx))
+					}
 					// O: in PSUM (oPSUM), or in SBUF.
 					oD, oL := lat(psO, l, R(C(0), rows), R(C(0), C(d))), lat(psO, l, R(C(0), rows), RS(C(d), C(1)))
 					eng := isa.EngineVector
@@ -979,8 +992,15 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					op(b, &Op{Opcode: isa.OpReciprocal, Any: true, Outs: ins(rl.At(R(C(0), rows), R(C(0), C(1)))), Ins: ins(oL)})
 					op(b, &Op{Opcode: isa.OpTensorScalar, Engine: eng, Outs: ins(ot.At(R(C(0), rows), R(C(0), C(d)))),
 						Ins: ins(oD, rl.At(R(C(0), rows), R(C(0), C(1)))), Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+					if oAll != nil {
+						continue
+					}
 					h0 := hg.MulC(L * Pk).AddC(l * Pk)
 					dma(b, isa.OpDMACopy, oHBM.At(RS(bi.MulC(a.Seq).Add(gq.q0), gq.nq), RS(h0.MulC(d), C(Pk*d))), ot.At(R(C(0), rows), R(C(0), C(d))))
+				}
+				if oAll != nil {
+					h0 := hg.MulC(L * Pk)
+					dma(b, isa.OpDMACopy, oHBM.At(RS(bi.MulC(a.Seq).Add(gq.q0), gq.nq), RS(h0.MulC(d), C(L*d))), oAll.At(R(C(0), rows), R(C(0), C(L*d))))
 				}
 			}
 			b.For("qb", C(0), C(nQB), Parallel, func(b *Block, qb Expr) {
@@ -1054,6 +1074,20 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 		return nil, fmt.Errorf("internal error: the attention kernel: %w", err)
 	}
 	return k, nil
+}
+
+// colsOf is columns [off, ...) of a 2-D tile: an atter whose second
+// range is moved by off.
+type colsOf struct {
+	t   *Tile
+	off int64
+}
+
+// At is the tile's access with the column range moved by off.
+func (c colsOf) At(rs ...Range) Access {
+	r := rs[1]
+	r.Start, r.Stop = r.Start.AddC(c.off), r.Stop.AddC(c.off)
+	return c.t.At(rs[0], r)
 }
 
 // qtGroupBytes bounds the SBUF per partition of a head group's Q^T

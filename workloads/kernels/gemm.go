@@ -60,13 +60,25 @@ type Epilogue struct {
 	Apply   bool
 	Func    isa.ActFunc
 	Combine isa.ALUOp
+	// Norm, last, normalises each row (a post-norm transformer's
+	// LayerNorm after the residual add): the plan then holds whole rows
+	// in one N block.
+	Norm EpilogueNorm
+}
+
+// EpilogueNorm is a LayerNorm or RMSNorm over each result row (N
+// columns), as kernels.Norm computes it: the weight NW [N], and for a
+// LayerNorm with Bias the bias NB [N], loaded once into every partition.
+type EpilogueNorm struct {
+	On, RMS, Bias bool
+	Eps           float64
 }
 
 // HasR reports whether the epilogue reads R.
 func (e Epilogue) HasR() bool { return e.Combine != isa.ALUNone }
 
 // Any reports whether there is an epilogue.
-func (e Epilogue) Any() bool { return e.Bias || e.Apply || e.HasR() }
+func (e Epilogue) Any() bool { return e.Bias || e.Apply || e.HasR() || e.Norm.On }
 
 // Evacuation selects the engine that copies PSUM results out.
 type Evacuation uint8
@@ -162,7 +174,9 @@ type GEMMOptions struct {
 
 // GEMMPlan is a GEMM's resolved lowering.
 type GEMMPlan struct {
-	G              GEMM
+	G GEMM
+	// normFree is the most columns one bn_stats reads, for a fused norm.
+	normFree       int64
 	TN, BM, BN, BK int64
 	NBuf, NRes     int64
 	Order          LoopOrder
@@ -495,6 +509,17 @@ func planGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	if lim.ArrayRows != 128 || lim.ArrayCols != 128 || lim.Partitions < 128 {
 		return nil, optErr("array", "the GEMM tiles for a 128x128 array over 128 partitions; this hardware has %dx%d over %d", lim.ArrayRows, lim.ArrayCols, lim.Partitions)
 	}
+	if g.Epilogue.Norm.On {
+		switch {
+		case max(g.Batch, 1) > 1:
+			return nil, optErr("epilogue", "a fused norm takes one GEMM, not a batch of %d", g.Batch)
+		case lim.BNStatsFreeMax < 1:
+			return nil, optErr("epilogue", "a fused norm needs bn_stats")
+		case o.BlockN > 0 && o.BlockN < g.N:
+			return nil, optErr("block_n", "%d: a fused norm needs a row's %d columns in one N block", o.BlockN, g.N)
+		}
+		p.normFree = lim.BNStatsFreeMax
+	}
 	transposes := []TransposeMode{p.Transpose}
 	if g.AMK && p.Transpose == TransposeAuto {
 		// dma_transpose takes 2- and 4-byte dtypes; for those the search
@@ -663,6 +688,9 @@ func planGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 		maxG := max(1, banks/2/p.banksPerTile)
 		var out []int64
 		for v := p.TN; v <= min(roundUp(g.N, p.TN), p.TN*maxG); v += p.TN {
+			if g.Epilogue.Norm.On && v < g.N {
+				continue // (a fused norm reads whole rows)
+			}
 			out = append(out, v)
 		}
 		return out
@@ -671,6 +699,9 @@ func planGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 		p.auto["block_n"] = true
 	}
 	bns := blockNs(groupBanks)
+	if len(bns) == 0 {
+		return nil, optErr("epilogue", "a fused norm needs a row's %d columns in one N block; the PSUM banks' accumulation groups hold at most %d", g.N, p.TN*max(1, groupBanks/2/p.banksPerTile))
+	}
 	bms := cands(o.BlockM, 128, min(roundUp(g.M, 128), 4096), g.M, "block_m")
 	bks := cands(o.BlockK, 128, min(roundUp(g.K, 128), 8192), g.K, "block_k")
 	nress := []int64{2, 1}
@@ -1025,6 +1056,22 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		idx := root.Tile("bias_idx", isa.MemSBUF, isa.INT32, []int64{128, 1}, 1)
 		root.Add(&Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: []Access{idx.All()}, OpID: p.opID})
 		broadcastRows(root, biasSB, biasHBM, idx, p.opID)
+	}
+	// A fused norm's weight (and bias) in every partition, once, and its
+	// epsilon.
+	var normW, normB, normEps *Tile
+	if nm := g.Epilogue.Norm; nm.On {
+		root := k.Root()
+		idx := root.Tile("norm_idx", isa.MemSBUF, isa.INT32, []int64{128, 1}, 1)
+		root.Add(&Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: []Access{idx.All()}, OpID: p.opID})
+		normW = root.Tile("norm_w", isa.MemSBUF, g.Out, []int64{128, g.N}, 1)
+		broadcastRows(root, normW, k.Tensor("NW", g.Out, Input, g.N), idx, p.opID)
+		if nm.Bias && !nm.RMS {
+			normB = root.Tile("norm_b", isa.MemSBUF, g.Out, []int64{128, g.N}, 1)
+			broadcastRows(root, normB, k.Tensor("NB", g.Out, Input, g.N), idx, p.opID)
+		}
+		normEps = root.Tile("norm_eps", isa.MemSBUF, isa.FP32, []int64{128, 1}, 1)
+		root.Add(&Op{Opcode: isa.OpMemset, Engine: isa.EngineGpSimd, Outs: []Access{normEps.All()}, Attrs: isa.Attrs{Value: nm.Eps}, OpID: p.opID})
 	}
 	// The rows of the batch element being built start at kOff (A^T, B)
 	// and mOff (A, C).
@@ -1507,6 +1554,56 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				Attrs: isa.Attrs{ALU0: epi.Combine}, OpID: p.opID})
 		}
 	}
+	// normRows normalises rows of a finished block t (whole rows: the
+	// plan's N block holds every column) as the norm kernel does with
+	// bn_stats (norm.go): the statistics on VectorE over chunks of at most
+	// normFree columns, rstd = rsqrt(var + eps) on ScalarE (RMSNorm:
+	// mean(x^2) = mean^2 + var), then x*rstd [- mean*rstd], times the
+	// weight [plus the bias], in place.
+	normRows := func(b *Block, t Access, rows Expr, sfx string) {
+		nm := g.Epilogue.Norm
+		sdt := isa.FP32
+		if resDT.IsHalf() {
+			sdt = resDT
+		}
+		nch := ceilDiv(g.N, p.normFree)
+		st := b.Tile("nst"+sfx, isa.MemSBUF, isa.FP32, []int64{128, nch, bnStatsWidth}, 2)
+		mv := b.Tile("nmv"+sfx, isa.MemSBUF, isa.FP32, []int64{128, bnAggrWidth}, 2)
+		rstd := b.Tile("nrstd"+sfx, isa.MemSBUF, sdt, []int64{128, 1}, 2)
+		rs := func(x *Tile) Access { return x.At(R(C(0), rows)) }
+		op := func(o *Op) { o.OpID = p.opID; b.Add(o) }
+		for c := int64(0); c < nch; c++ {
+			cols := min(p.normFree, g.N-c*p.normFree)
+			chunk := t
+			chunk.Ranges = append([]Range(nil), t.Ranges...)
+			last := len(chunk.Ranges) - 1
+			chunk.Ranges[last] = RS(C(c*p.normFree), C(cols))
+			op(&Op{Opcode: isa.OpBNStats, Engine: isa.EngineVector, Outs: []Access{st.At(R(C(0), rows), I(C(c)))}, Ins: []Access{chunk}})
+		}
+		op(&Op{Opcode: isa.OpBNAggr, Engine: isa.EngineVector, Outs: []Access{rs(mv)}, Ins: []Access{rs(st)}})
+		mean, under := mv.At(R(C(0), rows), RS(C(0), C(1))), mv.At(R(C(0), rows), RS(C(1), C(1)))
+		if nm.RMS {
+			ms := b.Tile("nms"+sfx, isa.MemSBUF, isa.FP32, []int64{128, 1}, 2)
+			op(&Op{Opcode: isa.OpScalarTensorTensor, Engine: isa.EngineGpSimd, Outs: []Access{rs(ms)}, Ins: []Access{mean, under, mean},
+				Attrs: isa.Attrs{ALU0: isa.ALUMultiply, ALU1: isa.ALUAdd}})
+			under = rs(ms)
+		}
+		op(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{rs(rstd)}, Ins: []Access{under, rs(normEps)},
+			Attrs: isa.Attrs{Func: isa.ActRsqrt, Scale: 1}})
+		norm := &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineVector, Outs: []Access{t}, Ins: []Access{t, rs(rstd)}, Attrs: isa.Attrs{ALU0: isa.ALUMultiply}}
+		if !nm.RMS {
+			shift := b.Tile("nshift"+sfx, isa.MemSBUF, sdt, []int64{128, 1}, 2)
+			op(&Op{Opcode: isa.OpScalarTensorTensor, Engine: isa.EngineGpSimd, Outs: []Access{rs(shift)}, Ins: []Access{mean, rs(rstd)},
+				Attrs: isa.Attrs{ALU0: isa.ALUMultiply, Imm0: -1, ALU1: isa.ALUMultiply}})
+			norm.Ins = append(norm.Ins, rs(shift))
+			norm.Attrs.ALU1 = isa.ALUAdd
+		}
+		op(norm)
+		op(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineGpSimd, Outs: []Access{t}, Ins: []Access{t, normW.At(R(C(0), rows), R(C(0), C(g.N)))}, Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+		if normB != nil {
+			op(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{t}, Ins: []Access{t, normB.At(R(C(0), rows), R(C(0), C(g.N)))}, Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+		}
+	}
 	// storeDMA stores a finished block. A deferred store (quantised
 	// weights) is triggered by ScalarE: on Sync it would hold up the
 	// weights' loads behind it until the block is done; ScalarE reaches it
@@ -1563,6 +1660,9 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 					})
 				}
 				epilogue(b, src, rAcc, rSrc, true, bAcc)
+				if epi.Norm.On {
+					b.For("mt_n"+sfx, C(0), full.Div(C(128)), Parallel, func(b *Block, mt Expr) { normRows(b, tileOf(mt), C(128), sfx) })
+				}
 			}
 			storeDMA(b, cHBM.At(RS(m0, full), RS(n0, ncols)).Rearranged(split()), src)
 		})
@@ -1587,6 +1687,9 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 					bAcc = biasSB.At(R(C(0), rem), RS(n0, ncols))
 				}
 				epilogue(b, src, rAcc, rSrc, false, bAcc)
+				if epi.Norm.On {
+					normRows(b, src, rem, sfx+"r")
+				}
 			}
 			storeDMA(b, cHBM.At(RS(m0.Add(full), rem), RS(n0, ncols)), src)
 		})

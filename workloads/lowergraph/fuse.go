@@ -17,6 +17,9 @@ type fusion struct {
 	// residual); out the tensor the GEMM now writes (the last absorbed
 	// op's output); bias the Linear's own bias, when fused.
 	r, out, bias *graph.Tensor
+	// nw and nb are an absorbed norm's weight and bias; norm the norm.
+	nw, nb *graph.Tensor
+	norm   *graph.Op
 	// absorbed are the ops the GEMM does now.
 	absorbed []*graph.Op
 }
@@ -26,7 +29,10 @@ var fusableActs = map[graph.Kind]isa.ActFunc{graph.SiLU: isa.ActSilu, graph.GELU
 // planFusions finds each Linear's epilogue: while the tensor it writes has
 // one reader (and is not a graph output), an activation is absorbed (once,
 // before any combination), then one add or multiply with another tensor
-// already computed (a residual; SwiGLU's silu(gate) * up is both at once).
+// already computed (a residual; SwiGLU's silu(gate) * up is both at once),
+// then a LayerNorm or RMSNorm over its rows (a post-norm block's, after
+// the residual), last. The GEMM may still give the norm back (Lowering's
+// linear: no plan holds whole rows in one N block).
 func planFusions(g *graph.Graph) (map[*graph.Op]*fusion, map[*graph.Op]*graph.Op) {
 	readers := map[*graph.Tensor][]*graph.Op{}
 	for _, o := range g.Ops {
@@ -86,18 +92,44 @@ func planFusions(g *graph.Graph) (map[*graph.Op]*fusion, map[*graph.Op]*graph.Op
 					f.epi.Combine = isa.ALUMultiply
 				}
 				f.r = other
+			} else if (u.Kind == graph.LayerNorm || u.Kind == graph.RMSNorm) && u.Inputs[0] == f.out && normFits(u, o) {
+				f.epi.Norm = kernels.EpilogueNorm{On: true, RMS: u.Kind == graph.RMSNorm, Eps: u.Attrs.Eps}
+				f.nw, f.norm = u.Inputs[1], u
+				if len(u.Inputs) > 2 && u.Inputs[2] != nil {
+					f.epi.Norm.Bias, f.nb = true, u.Inputs[2]
+				}
 			} else {
 				break
 			}
 			f.absorbed = append(f.absorbed, u)
 			into[u] = o
 			f.out = u.Outputs[0]
+			if f.norm != nil {
+				break // (the norm is the epilogue's last step)
+			}
 		}
 		if len(f.absorbed) > 0 || f.epi.Bias {
 			fusions[o] = f
 		}
 	}
 	return fusions, into
+}
+
+// normFits reports whether Linear o's epilogue can do norm u: over the
+// rows of o's result (its N columns), in its dtype, with a weight (and
+// bias) of that dtype.
+func normFits(u, o *graph.Op) bool {
+	x := u.Inputs[0]
+	n := o.Inputs[1].Shape[0]
+	if len(x.Shape) == 0 || x.Shape[len(x.Shape)-1] != n {
+		return false
+	}
+	for _, t := range u.Inputs[1:] {
+		if t != nil && (t.DType != x.DType || t.Elements() != n) {
+			return false
+		}
+	}
+	return true
 }
 
 // fusedNote says what a Linear absorbed.

@@ -8,6 +8,7 @@
 package lowergraph
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -119,7 +120,7 @@ func Lower(g *graph.Graph, tg *sched.Target, name string, opts Options) (*Result
 		l.res.Ops = append(l.res.Ops, Op{ID: l.id, Name: o.Name, Kind: string(o.Kind), FLOPs: o.FLOPs(), MinHBMBytes: o.MinHBMBytes()})
 	}
 	if fused > 0 {
-		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%d elementwise ops fused into the GEMMs' epilogues (activations, SwiGLU, residual adds)", fused))
+		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%d elementwise ops fused into the GEMMs' epilogues (activations, SwiGLU, residual adds, post-norms)", fused))
 	}
 	if l.ranks > 1 {
 		l.k = wrapRanks(l.k, l.ranks)
@@ -368,6 +369,28 @@ func (l *lowering) linear(o *graph.Op) error {
 		g.Epilogue, out = f.epi, f.out
 	}
 	plan, err := l.planLinear(g, w)
+	if err == nil && f != nil && f.norm != nil {
+		// The norm's whole rows in one N block must not cost the GEMM
+		// itself: where the plan without the norm is estimated faster,
+		// the norm runs on its own (the fused norm's own work is the
+		// same either way; what it saves is the round trip through HBM).
+		free := g
+		free.Epilogue.Norm = kernels.EpilogueNorm{}
+		if fp, ferr := l.planLinear(free, w); ferr == nil && fp.Estimate(l.tg).TotalNs < plan.Estimate(l.tg).TotalNs {
+			err = errors.New("the norm's whole rows cost the GEMM")
+		}
+	}
+	if err != nil && f != nil && f.norm != nil {
+		// No plan holds the norm's whole rows in one N block (or none
+		// that is no slower): the norm is lowered on its own after all,
+		// reading what the GEMM writes.
+		delete(l.fusedInto, f.norm)
+		f.absorbed = f.absorbed[:len(f.absorbed)-1]
+		f.out, f.norm, f.nw, f.nb = f.norm.Inputs[0], nil, nil, nil
+		f.epi.Norm = kernels.EpilogueNorm{}
+		g.Epilogue, out = f.epi, f.out
+		plan, err = l.planLinear(g, w)
+	}
 	if err != nil {
 		return l.wrapErr(err)
 	}
@@ -391,6 +414,12 @@ func (l *lowering) linear(o *graph.Op) error {
 		}
 		if f.bias != nil {
 			bind["BIAS"] = l.tensor1D(f.bias)
+		}
+		if f.nw != nil {
+			bind["NW"] = l.tensor1D(f.nw)
+		}
+		if f.nb != nil {
+			bind["NB"] = l.tensor1D(f.nb)
 		}
 		return l.inlineHead(k, bind, head)
 	}

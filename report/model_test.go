@@ -165,6 +165,7 @@ func TestDecodeStepsMatchMeanStep(t *testing.T) {
 	all.WriteSummary(&out)
 	assert.Contains(t, out.String(), fmt.Sprintf("%d tokens, every step simulated (cache lengths 1000 to %d)", steps, 1000+steps-1))
 	assert.Contains(t, out.String(), "all 6 decode steps")
+	assert.Regexp(t, fmt.Sprintf(`\nworkload +model batch=\d+ seq=1 past=1000\.\.%d `, 1000+steps-1), out.String(), "the workload line gives every step's cache length")
 }
 
 // Every decode step simulated holds together across the families and

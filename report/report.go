@@ -791,7 +791,14 @@ func (r *Report) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "trnsim %s: %s on %s (%s)\n", r.Trnsim, r.Workload, r.Hardware, cores)
 	switch {
 	case len(r.WorkloadShape) > 0:
-		line("workload", "%s %s %s", r.WorkloadKind, r.WorkloadShape, r.WorkloadDType)
+		shape := r.WorkloadShape.String()
+		if m := r.Model; m != nil && m.Steps > 1 {
+			// Every decode step simulated: the cache lengths they ran at,
+			// not only the mean step's the shape gives.
+			first := m.Past - (m.Steps-1)/2
+			shape = strings.Replace(shape, fmt.Sprintf("past=%d", m.Past), fmt.Sprintf("past=%d..%d", first, first+m.Steps-1), 1)
+		}
+		line("workload", "%s %s %s", r.WorkloadKind, shape, r.WorkloadDType)
 	case r.WorkloadKind == "assembly":
 		var classes []string
 		for _, c := range r.PeakClasses {

@@ -236,6 +236,8 @@ func TestAttentionLoadsTokenRows(t *testing.T) {
 		a      kernels.Attention
 	}{
 		{"trn2", bertAttn(8, 128)},
+		{"trn2", bertAttn(8, 100)},
+		{"trn2", bertAttn(16, 64)},
 		{"trn1", bertAttn(1, 128)},
 		{"trn3", attnPrefill(64, 12, 12, 64)},
 	} {

@@ -550,14 +550,17 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 			}
 		}
 	}
-	// fromRowsQ fills lane l's Q^T (of head group hg) in qt from r.
-	fromRowsQ := func(b *Block, r *tokenRows, hg Expr, l int64, qt atter) {
-		ps := b.Tile(fmt.Sprintf("ps_rq%d", l), isa.MemPSUM, dt, []int64{128, 128}, 2)
+	// fromRowsQ fills lane l's Q^T (of head group hg) in qt from r,
+	// transposed into ps (a PSUM tile of its own where ps is nil).
+	fromRowsQ := func(b *Block, r *tokenRows, hg Expr, l int64, qt atter, ps func(rs ...Range) Access) {
+		if ps == nil {
+			ps = b.Tile(fmt.Sprintf("ps_rq%d", l), isa.MemPSUM, dt, []int64{128, 128}, 2).At
+		}
 		h := hg.MulC(L * Pk).AddC(l * Pk)
-		op(b, &Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: ins(ps.At(R(C(0), C(d)), R(C(0), C(a.Seq)))),
+		op(b, &Op{Opcode: isa.OpTranspose, Engine: isa.EngineTensor, Outs: ins(ps(R(C(0), C(d)), R(C(0), C(a.Seq)))),
 			Ins: ins(r.q.At(R(C(0), C(a.Seq)), RS(h.MulC(d), C(d))))})
 		op(b, &Op{Opcode: isa.OpTensorCopy, Any: true, Outs: ins(qt.At(R(C(0), C(d)), R(C(0), C(a.Seq)))),
-			Ins: ins(ps.At(R(C(0), C(d)), R(C(0), C(a.Seq))))})
+			Ins: ins(ps(R(C(0), C(d)), R(C(0), C(a.Seq))))})
 	}
 	// Preloaded (preload): with one query block and every head group's
 	// Q^T, K^T and V within preloadBytes, all of them load first, into
@@ -579,7 +582,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					idx := bi.MulC(nGroups).Add(hg)
 					fromRowsKV(b, r, hg, slotted{ktAll, idx, true}, slotted{vtAll, idx, true})
 					for l := int64(0); l < L; l++ {
-						fromRowsQ(b, r, hg, l, slotted{qtAll, idx.MulC(L).AddC(l), true})
+						fromRowsQ(b, r, hg, l, slotted{qtAll, idx.MulC(L).AddC(l), true}, nil)
 					}
 				})
 			})
@@ -636,7 +639,7 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					for l := int64(0); l < L; l++ {
 						if rows != nil {
 							// (One query block: qb is 0.)
-							fromRowsQ(b, rows, hg, l, slotted{qtHG, qb.AddC(l * nQB), true})
+							fromRowsQ(b, rows, hg, l, slotted{qtHG, qb.AddC(l * nQB), true}, nil)
 							continue
 						}
 						loadQ(b, slotted{qtHG, qb.AddC(l * nQB), true}, bi, hg, l, q0, nq)
@@ -1018,7 +1021,10 @@ func (p *AttentionPlan) Kernel() (*Kernel, error) {
 					qt := b.Tile(fmt.Sprintf("qt%d", l), isa.MemSBUF, dt, []int64{128, RB}, nbuf)
 					qts[l] = qt
 					if rows != nil {
-						fromRowsQ(b, rows, hg, l, qt)
+						// (Into the lane's P^T tile, free before its first
+						// scores: PSUM is full by now.)
+						l := l
+						fromRowsQ(b, rows, hg, l, qt, func(rs ...Range) Access { return lat(psPT, l, rs[0], I(C(0)), rs[1]) })
 						continue
 					}
 					loadQ(b, qt, bi, hg, l, gq.q0, gq.nq)
@@ -1083,10 +1089,14 @@ type colsOf struct {
 	off int64
 }
 
-// At is the tile's access with the column range moved by off.
+// At is the tile's access with the column range (the second of two
+// ranges; a range or an index) moved by off.
 func (c colsOf) At(rs ...Range) Access {
 	r := rs[1]
-	r.Start, r.Stop = r.Start.AddC(c.off), r.Stop.AddC(c.off)
+	r.Start = r.Start.AddC(c.off)
+	if !r.Index {
+		r.Stop = r.Stop.AddC(c.off)
+	}
 	return c.t.At(rs[0], r)
 }
 

@@ -410,8 +410,32 @@ func (p *GEMMPlan) sbufBytesSat(order LoopOrder, bn, bm, bk, nres int64) int64 {
 	if p.G.Dequant {
 		n = add(n, mul(p.NBuf, slot(mul(kt, bn, int64(p.G.WeightDType.Bytes())))), p.scaleSBUFBytes(bn)) // B as stored, the scales
 	}
-	return n
+	return add(n, p.normSBUFBytes())
 }
+
+// normSBUFBytes is the SBUF per partition of a fused norm (Epilogue.Norm):
+// its weight (and bias) in every partition, their gather index and
+// epsilon, and the statistics tiles of normRows (two buffers each, for
+// each of the store's copies that declares them).
+func (p *GEMMPlan) normSBUFBytes() int64 {
+	nm := p.G.Epilogue.Norm
+	if !nm.On {
+		return 0
+	}
+	slot := func(b int64) int64 { return roundUp(b, 64) }
+	rows := int64(1)
+	if nm.Bias && !nm.RMS {
+		rows = 2
+	}
+	nch := ceilDiv(p.G.N, max(p.normFree, 1))
+	stats := slot(mul(nch, bnStatsWidth, 4)) + slot(bnAggrWidth*4) + 3*64 // nst, nmv, nrstd, nshift or nms
+	return add(mul(rows, slot(mul(p.G.N, int64(p.G.Out.Bytes())))), 2*64, mul(normStoreCopies*2, stats))
+}
+
+// normStoreCopies bounds the copies of the store whose blocks normRows
+// declares its tiles in (whole M tiles and the remainder, in the loop and
+// after it).
+const normStoreCopies = 4
 
 // sbufBytesSmall is sbufBytesOf for sizes whose products fit an int64.
 func (p *GEMMPlan) sbufBytesSmall(order LoopOrder, bn, bm, bk, nres int64) int64 {
@@ -445,7 +469,7 @@ func (p *GEMMPlan) sbufBytesSmall(order LoopOrder, bn, bm, bk, nres int64) int64
 	if p.G.Dequant {
 		n += p.NBuf*slot(kt*bn*int64(p.G.WeightDType.Bytes())) + p.scaleSBUFBytes(bn)
 	}
-	return n
+	return n + p.normSBUFBytes()
 }
 
 // AReads returns how many times the plan reads A from HBM: once per N

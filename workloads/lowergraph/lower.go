@@ -120,7 +120,7 @@ func Lower(g *graph.Graph, tg *sched.Target, name string, opts Options) (*Result
 		l.res.Ops = append(l.res.Ops, Op{ID: l.id, Name: o.Name, Kind: string(o.Kind), FLOPs: o.FLOPs(), MinHBMBytes: o.MinHBMBytes()})
 	}
 	if fused > 0 {
-		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%d elementwise ops fused into the GEMMs' epilogues (activations, SwiGLU, residual adds, post-norms)", fused))
+		l.res.Notes = append(l.res.Notes, fmt.Sprintf("%d ops fused into the GEMMs' epilogues (activations, SwiGLU, residual adds, post-norms)", fused))
 	}
 	if l.ranks > 1 {
 		l.k = wrapRanks(l.k, l.ranks)
@@ -372,8 +372,10 @@ func (l *lowering) linear(o *graph.Op) error {
 	if err == nil && f != nil && f.norm != nil {
 		// The norm's whole rows in one N block must not cost the GEMM
 		// itself: where the plan without the norm is estimated faster,
-		// the norm runs on its own (the fused norm's own work is the
-		// same either way; what it saves is the round trip through HBM).
+		// the norm runs on its own. (A heuristic: neither estimate has
+		// the norm's own work, the fused norm's on the GEMM's engines or
+		// the norm kernel's; what fusion saves is the round trip through
+		// HBM.)
 		free := g
 		free.Epilogue.Norm = kernels.EpilogueNorm{}
 		if fp, ferr := l.planLinear(free, w); ferr == nil && fp.Estimate(l.tg).TotalNs < plan.Estimate(l.tg).TotalNs {

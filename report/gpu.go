@@ -249,8 +249,11 @@ func (r *Report) writeGPU(line func(k, format string, args ...any)) {
 		return
 	}
 	unit := "time to 1st token"
-	if r.Model.Mode == "decode" {
+	switch {
+	case r.Model.Mode == "decode":
 		unit = "time per token"
+	case r.Model.Family == "bert":
+		unit = "forward pass" // (an encoder: no token to generate, as the Trainium line says)
 	}
 	for i, g := range r.GPU {
 		k := ""

@@ -67,6 +67,7 @@ func Timeline(path string, f Figure, from, to float64, rows []TimelineRow, class
 		p.Legend.Add(c, swatch{tl.colors[i]})
 	}
 	p.X.Min, p.X.Max = from, to
+	p.X.Tick.Marker = linearTicks{}
 	p.Y.Min, p.Y.Max = -0.6, float64(len(rows))-0.4
 	var names []string
 	for _, r := range rows {

@@ -118,21 +118,31 @@ func TestWindowStartsAtTheFirstCompute(t *testing.T) {
 	}
 }
 
+// commit is one instruction of an op on an engine, for opsOf.
+type commit struct {
+	op         int32
+	opc        isa.Opcode
+	start, end clock.Time
+}
+
+// opsOf is the per-op figures of one engine that committed cs, in start
+// order, over a run of sim.
+func opsOf(eng isa.Engine, sim clock.Time, cs []commit) []Op {
+	c := New()
+	st := engines.NewStats()
+	for _, x := range cs {
+		in := &isa.Instruction{Body: &isa.Body{Op: x.opc, OpID: x.op}}
+		st.Committed(&engines.Commit{In: in, Dec: &isa.Decoded{}, Start: x.start, End: x.end, Completion: x.end})
+	}
+	c.AddEngine(0, 0, eng, &st)
+	return c.Ops(sim)
+}
+
 func TestPrefetchedOpTakesOnlyItsComputeShare(t *testing.T) {
 	// Op 2's weights are prefetched at the run's start; op 1 runs from 0
 	// to 900 and op 2 computes from 900 to 1000. Before, op 2's window
 	// covered the whole run and it took half of op 1's time.
-	c := New()
-	st := engines.NewStats()
-	commit := func(op int32, opc isa.Opcode, start, end clock.Time) {
-		in := &isa.Instruction{Body: &isa.Body{Op: opc, OpID: op}}
-		st.Committed(&engines.Commit{In: in, Dec: &isa.Decoded{}, Start: start, End: end, Completion: end})
-	}
-	commit(2, isa.OpDMACopy, 0, 10)
-	commit(1, isa.OpTensorTensor, 0, 900)
-	commit(2, isa.OpMultiplyMoving, 900, 1000)
-	c.AddEngine(0, 0, isa.EngineVector, &st)
-	ops := c.Ops(1000)
+	ops := opsOf(isa.EngineVector, 1000, []commit{{2, isa.OpDMACopy, 0, 10}, {1, isa.OpTensorTensor, 0, 900}, {2, isa.OpMultiplyMoving, 900, 1000}})
 	require.Len(t, ops, 2)
 	assert.Equal(t, clock.Time(900), ops[0].Time)
 	assert.Equal(t, clock.Time(100), ops[1].Time)
@@ -142,18 +152,7 @@ func TestPrefetchedOpTakesOnlyItsComputeShare(t *testing.T) {
 // Synchronisation is not compute: an op of transfers and a closing nop
 // (a collective) keeps its whole activity as its window.
 func TestSynchronisationDoesNotStartAWindow(t *testing.T) {
-	c := New()
-	st := engines.NewStats()
-	commit := func(op int32, opc isa.Opcode, start, end clock.Time) {
-		in := &isa.Instruction{Body: &isa.Body{Op: opc, OpID: op}}
-		st.Committed(&engines.Commit{In: in, Dec: &isa.Decoded{}, Start: start, End: end, Completion: end})
-	}
-	commit(1, isa.OpDMACopy, 0, 10)
-	commit(1, isa.OpSemWait, 5, 6)
-	commit(2, isa.OpTensorTensor, 10, 600)
-	commit(1, isa.OpNop, 990, 1000)
-	c.AddEngine(0, 0, isa.EngineGpSimd, &st)
-	ops := c.Ops(1000)
+	ops := opsOf(isa.EngineGpSimd, 1000, []commit{{1, isa.OpDMACopy, 0, 10}, {1, isa.OpSemWait, 5, 6}, {2, isa.OpTensorTensor, 10, 600}, {1, isa.OpNop, 990, 1000}})
 	require.Len(t, ops, 2)
 	assert.Equal(t, clock.Never, ops[0].ComputeStart)
 	assert.Equal(t, clock.Time(10+590/2+400), ops[0].Time, "the collective's window is its whole activity")

@@ -98,6 +98,22 @@ func TestBMMLowers(t *testing.T) {
 	assert.InDelta(t, float64(g.FLOPs()), res.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, 1)
 }
 
+// lowerAndRun lowers g on preset with o, schedules it and runs it, race
+// check on.
+func lowerAndRun(t *testing.T, g *graph.Graph, preset string, o lowergraph.Options) (*chip.Result, *lowergraph.Result) {
+	t.Helper()
+	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + preset}})
+	require.NoError(t, err)
+	tg := workloads.Target(cfg)
+	res, err := lowergraph.Lower(g, tg, "g", o)
+	require.NoError(t, err)
+	p, err := sched.Compile(res.Kernel, tg, sched.Options{DGEAuto: true})
+	require.NoError(t, err)
+	out, err := chip.Run(cfg, p.Program, chip.Options{})
+	require.NoError(t, err)
+	return out, res
+}
+
 // A gated MLP with a residual (Llama's) fuses its SiLU, gating and
 // residual add into the GEMMs: the same matmul FLOPs, fewer HBM bytes and
 // less time than every op through HBM, on every preset.
@@ -110,20 +126,8 @@ func TestFusionSavesHBMTraffic(t *testing.T) {
 			b.Output(b.Add(graph.AddOp, "residual", graph.Attrs{}, x, mlp.Forward(b, x)))
 			g, err := b.Graph()
 			require.NoError(t, err)
-			cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + preset}})
-			require.NoError(t, err)
-			tg := workloads.Target(cfg)
-			sim := func(o lowergraph.Options) (*chip.Result, *lowergraph.Result) {
-				res, err := lowergraph.Lower(g, tg, "mlp", o)
-				require.NoError(t, err)
-				p, err := sched.Compile(res.Kernel, tg, sched.Options{DGEAuto: true})
-				require.NoError(t, err)
-				out, err := chip.Run(cfg, p.Program, chip.Options{})
-				require.NoError(t, err)
-				return out, res
-			}
-			fused, fr := sim(lowergraph.Options{})
-			plain, _ := sim(lowergraph.Options{NoFusion: true})
+			fused, fr := lowerAndRun(t, g, preset, lowergraph.Options{})
+			plain, _ := lowerAndRun(t, g, preset, lowergraph.Options{NoFusion: true})
 			assert.Contains(t, fr.Notes, "2 ops fused into the GEMMs' epilogues (activations, SwiGLU, residual adds, post-norms)")
 			fc, pc := fused.Chips[0].Cores[0], plain.Chips[0].Cores[0]
 			assert.InDelta(t, pc.Engines[isa.EngineTensor].FLOPs, fc.Engines[isa.EngineTensor].FLOPs, 1)
@@ -171,20 +175,8 @@ func TestPostNormFusesIntoTheGEMM(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/%d/rms=%v", tc.preset, tc.hidden, tc.rms), func(t *testing.T) {
 			g := block(tc.hidden, tc.rms)
-			cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + tc.preset}})
-			require.NoError(t, err)
-			tg := workloads.Target(cfg)
-			sim := func(o lowergraph.Options) (*chip.Result, *lowergraph.Result) {
-				res, err := lowergraph.Lower(g, tg, "block", o)
-				require.NoError(t, err)
-				p, err := sched.Compile(res.Kernel, tg, sched.Options{DGEAuto: true})
-				require.NoError(t, err)
-				out, err := chip.Run(cfg, p.Program, chip.Options{}) // race check on
-				require.NoError(t, err)
-				return out, res
-			}
-			fused, fr := sim(lowergraph.Options{})
-			plain, _ := sim(lowergraph.Options{NoFusion: true})
+			fused, fr := lowerAndRun(t, g, tc.preset, lowergraph.Options{})
+			plain, _ := lowerAndRun(t, g, tc.preset, lowergraph.Options{NoFusion: true})
 			fc, pc := fused.Chips[0].Cores[0], plain.Chips[0].Cores[0]
 			assert.InDelta(t, pc.Engines[isa.EngineTensor].FLOPs, fc.Engines[isa.EngineTensor].FLOPs, 1)
 			fb, pb := fused.Chips[0].HBMReadBytes+fused.Chips[0].HBMWriteBytes, plain.Chips[0].HBMReadBytes+plain.Chips[0].HBMWriteBytes

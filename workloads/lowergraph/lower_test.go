@@ -20,16 +20,7 @@ import (
 // run lowers g, schedules it and simulates it with the race check on.
 func run(t *testing.T, g *graph.Graph, preset string) (*chip.Result, *lowergraph.Result) {
 	t.Helper()
-	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + preset}})
-	require.NoError(t, err)
-	tg := workloads.Target(cfg)
-	res, err := lowergraph.Lower(g, tg, "test", lowergraph.Options{})
-	require.NoError(t, err)
-	p, err := sched.Compile(res.Kernel, tg, sched.Options{DGEAuto: true})
-	require.NoError(t, err)
-	out, err := chip.Run(cfg, p.Program, chip.Options{})
-	require.NoError(t, err)
-	return out, res
+	return lowerAndRun(t, g, preset, lowergraph.Options{})
 }
 
 // An MLP block with a bias, a residual and the last position's head
@@ -105,7 +96,7 @@ func lowerAndRun(t *testing.T, g *graph.Graph, preset string, o lowergraph.Optio
 	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=" + preset}})
 	require.NoError(t, err)
 	tg := workloads.Target(cfg)
-	res, err := lowergraph.Lower(g, tg, "g", o)
+	res, err := lowergraph.Lower(g, tg, "test", o)
 	require.NoError(t, err)
 	p, err := sched.Compile(res.Kernel, tg, sched.Options{DGEAuto: true})
 	require.NoError(t, err)

@@ -870,17 +870,16 @@ func (r *Report) WriteSummary(w io.Writer) {
 	// row naming the cores; the place column is as wide as its widest.
 	type stallRow struct{ cores, engine, rest string }
 	var rows []stallRow
+	// text is a row's cause, time and its engine's figures.
+	text := func(s StallReport) string {
+		e := r.coreEngine(s.Chip, s.Core, s.Engine)
+		return fmt.Sprintf("%-15s %s (%.1f%%)  [busy %.1f%%, %s]", s.Cause, clock.Time(s.TimeS*1e15+0.5), s.Pct, e.BusyPct, plural(e.Instructions, "instruction"))
+	}
 	for i := 0; i < len(r.Stalls); {
 		s := r.Stalls[i]
-		e := r.coreEngine(s.Chip, s.Core, s.Engine)
-		rest := fmt.Sprintf("%-15s %s (%.1f%%)  [busy %.1f%%, %s]", s.Cause, clock.Time(s.TimeS*1e15+0.5), s.Pct, e.BusyPct, plural(e.Instructions, "instruction"))
+		rest := text(s)
 		j := i + 1
-		for r.CoresUsed > 1 && j < len(r.Stalls) {
-			t := r.Stalls[j]
-			te := r.coreEngine(t.Chip, t.Core, t.Engine)
-			if t.Engine != s.Engine || fmt.Sprintf("%-15s %s (%.1f%%)  [busy %.1f%%, %s]", t.Cause, clock.Time(t.TimeS*1e15+0.5), t.Pct, te.BusyPct, plural(te.Instructions, "instruction")) != rest {
-				break
-			}
+		for r.CoresUsed > 1 && j < len(r.Stalls) && r.Stalls[j].Engine == s.Engine && text(r.Stalls[j]) == rest {
 			j++
 		}
 		cores := ""

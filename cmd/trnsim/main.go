@@ -115,6 +115,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	var quiet, sweepBase, exact, startOnStdin bool
 	var gpuList, gpuOps string
 	var plotDir, plotFormat, plotWindow string
+	var cpuProfile, memProfile string
 	cmd := &cobra.Command{
 		Use:   "run [config.yaml | kernel.tile | kernel.asm]",
 		Short: "Simulate a run config, a tile-IR kernel or an assembly kernel (no argument: the embedded default)",
@@ -191,7 +192,14 @@ exits with 130 or 143.`,
 			}
 			release := catchSignals(opts.Guard, stderr)
 			defer release()
+			stopProfiles, err := startProfiles(cpuProfile, memProfile)
+			if err != nil {
+				return err
+			}
 			out, err := runner.Run(cfg, opts)
+			if perr := stopProfiles(); err == nil && perr != nil {
+				return perr
+			}
 			if err != nil {
 				return err
 			}
@@ -242,6 +250,10 @@ exits with 130 or 143.`,
 	_ = f.MarkHidden("no-sync")
 	f.BoolVar(&startOnStdin, "start-on-stdin", false, "lower the workload, then wait for a byte on standard input before simulating; end with no outputs if it closes first (how trnsim sweep starts its next point while the last runs)")
 	_ = f.MarkHidden("start-on-stdin")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to `FILE` (go tool pprof; for the simulator's developers)")
+	f.StringVar(&memProfile, "memprofile", "", "write a Go heap profile to `FILE` as the run ends, after a collection (go tool pprof: inuse_space is what stays live, alloc_space what the run allocated)")
+	_ = f.MarkHidden("cpuprofile")
+	_ = f.MarkHidden("memprofile")
 	return cmd
 }
 

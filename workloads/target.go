@@ -24,6 +24,7 @@ func Target(cfg *configs.RunConfig) *sched.Target {
 
 		DMATransposeEfficiency:   co.DMA.TransposeEfficiencyHBM,
 		BackgroundLoadStationary: co.Tensor.BackgroundLoadStationary,
+		VectorGpSimdShareSBUF:    co.Ports.VectorGpSimdShareSBUF,
 		DMADescriptorNs:          co.DMA.DescriptorOverheadNs,
 		DMADescriptorMaxBytes:    int64(co.DMA.DescriptorMaxKiB) * 1024,
 		Memo:                     cfg.Memo,

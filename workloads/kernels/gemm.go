@@ -175,17 +175,21 @@ type GEMMOptions struct {
 // GEMMPlan is a GEMM's resolved lowering.
 type GEMMPlan struct {
 	G GEMM
-	// normFree is the most columns one bn_stats reads, for a fused norm.
-	normFree       int64
-	TN, BM, BN, BK int64
-	NBuf, NRes     int64
-	Order          LoopOrder
-	AccDT          isa.DType
-	Banks          int64
-	GroupBanks     int64 // banks per accumulation group
-	Groups         int64
-	Evacuate       Evacuation
-	Transpose      TransposeMode
+	// normFree is the most columns one bn_stats reads, for a fused norm;
+	// normVector how many of a row's columns VectorE normalises, scales
+	// and shifts (normVectorCols), ScalarE and GpSimd the rest (VectorE
+	// multiplies those too where normShareVG: GpSimd shares its SBUF port).
+	normFree, normVector int64
+	normShareVG          bool
+	TN, BM, BN, BK       int64
+	NBuf, NRes           int64
+	Order                LoopOrder
+	AccDT                isa.DType
+	Banks                int64
+	GroupBanks           int64 // banks per accumulation group
+	Groups               int64
+	Evacuate             Evacuation
+	Transpose            TransposeMode
 	// DoubleRow is set when the matmuls run in FP8 double-row mode.
 	DoubleRow bool
 	// Dequantize is the engine that converts quantised weights;
@@ -360,6 +364,20 @@ func (p *GEMMPlan) foldBias() bool {
 	return p.G.Epilogue.Bias && !p.G.Dequant && p.kOnce() && p.Evacuate == EvacVector && !p.biasMatmul()
 }
 
+// foldResidual reports whether the epilogue's residual (or gating
+// input) is combined with each result tile as it leaves PSUM, VectorE's
+// evacuation a tensor_tensor of the PSUM tile and the residual block
+// loaded ahead (one input in PSUM, one in SBUF: the copy's cost, S9),
+// not by a pass over the finished block: K accumulated in PSUM (each
+// result tile evacuated once, one M block), VectorE evacuations, the bias
+// (if any) in PSUM already, no activation before the combine and no
+// quantised weights' scales.
+func (p *GEMMPlan) foldResidual() bool {
+	e := p.G.Epilogue
+	return e.HasR() && p.PSUMK && !e.Apply && !p.G.Dequant && (!e.Bias || p.biasMatmul()) &&
+		(p.Evacuate == EvacVector || p.Evacuate == EvacAuto)
+}
+
 // residentFits reports whether the nkm plan with these blocks, K in PSUM
 // and A resident fits cap.
 func (p *GEMMPlan) residentFits(bn, bm, bk, nres, cap int64) bool {
@@ -411,6 +429,122 @@ func (p *GEMMPlan) sbufBytesSat(order LoopOrder, bn, bm, bk, nres int64) int64 {
 		n = add(n, mul(p.NBuf, slot(mul(kt, bn, int64(p.G.WeightDType.Bytes())))), p.scaleSBUFBytes(bn)) // B as stored, the scales
 	}
 	return add(n, p.normSBUFBytes())
+}
+
+// blockCols is columns [c0, c0+cols) of a block's rows t (whose last range
+// starts at column 0).
+func blockCols(t Access, c0, cols int64) Access {
+	t.Ranges = append([]Range(nil), t.Ranges...)
+	t.Ranges[len(t.Ranges)-1] = RS(C(c0), C(cols))
+	return t
+}
+
+// normVectorCols is how many of a fused norm's columns (the first) VectorE
+// normalises itself, the rest being normalised by ScalarE side by side
+// (normRows); VectorE multiplies its columns by the weight and adds the
+// bias, and then ScalarE's columns too where it shares SBUF's port with
+// GpSimd (NC-v2), else GpSimd does those at the same time. The split, in
+// steps of an even 64th of the row, is the one whose later lane finishes
+// first by the target's cost table. A row's statistics are needed before
+// any of this, so these passes are the norm's tail on the critical path
+// of a block of a few tokens.
+func normVectorCols(tg *sched.Target, g GEMM) int64 {
+	v, _ := normSplit(tg, g, -1)
+	return v
+}
+
+// normSplit returns the best split of normVectorCols and its estimated
+// time, or, with vector >= 0, that split's time.
+func normSplit(tg *sched.Target, g GEMM, vector int64) (int64, float64) {
+	n, nm := g.N, g.Epilogue.Norm
+	c := rowCost{tg}
+	dt, wdt := g.Out, g.Out // (the result block in C's dtype, as K in one block or in PSUM leaves it)
+	sc := c.view(isa.FP32, 1)
+	// norm is the normalisation of cols columns on e, mul their weight
+	// and bias (inf where e cannot).
+	norm := func(cols int64, e isa.Engine) float64 {
+		if cols <= 0 {
+			return 0
+		}
+		x := c.view(dt, cols)
+		a := isa.Attrs{ALU0: isa.ALUMultiply}
+		ins := []isa.Operand{x, sc}
+		if !nm.RMS {
+			a.ALU1 = isa.ALUAdd
+			ins = append(ins, sc)
+		}
+		if t := c.ns(isa.OpTensorScalar, e, a, x, ins...); t > 0 {
+			return t
+		}
+		return math.Inf(1)
+	}
+	mul := func(cols int64, e isa.Engine) float64 {
+		if cols <= 0 {
+			return 0
+		}
+		x, w := c.view(dt, cols), c.view(wdt, cols)
+		t := c.ns(isa.OpTensorTensor, e, isa.Attrs{ALU0: isa.ALUMultiply}, x, x, w)
+		if nm.Bias && !nm.RMS {
+			t += c.ns(isa.OpTensorTensor, e, isa.Attrs{ALU0: isa.ALUAdd}, x, x, w)
+		}
+		if t > 0 {
+			return t
+		}
+		return math.Inf(1)
+	}
+	finish := func(v int64) float64 {
+		own := norm(v, isa.EngineVector) + mul(v, isa.EngineVector)
+		s := norm(n-v, isa.EngineScalar)
+		if tg.VectorGpSimdShareSBUF {
+			return math.Max(own, s) + mul(n-v, isa.EngineVector)
+		}
+		return math.Max(own, s+mul(n-v, isa.EngineGpSimd))
+	}
+	if vector >= 0 {
+		return vector, finish(vector)
+	}
+	step := max(2, roundUp(ceilDiv(n, 64), 2))
+	best, bestNs := n, finish(n)
+	for v := n - step; v >= 0; v -= step {
+		if ns := finish(v); ns < bestNs {
+			best, bestNs = v, ns
+		}
+	}
+	if ns := finish(0); ns < bestNs {
+		best, bestNs = 0, ns
+	}
+	return best, bestNs
+}
+
+// normLanesNs is the estimated time of a fused norm's two lanes with
+// VectorE's first vector columns.
+func normLanesNs(tg *sched.Target, g GEMM, vector int64) float64 {
+	_, ns := normSplit(tg, g, vector)
+	return ns
+}
+
+// NormTailNs is a fused norm's estimated work on the last M block after
+// its evacuations, which nothing in the GEMM overlaps: for each of its M
+// tiles (one after another on VectorE) the statistics, rstd and the
+// normalisation's two lanes (normVectorCols). The plan's Estimate leaves
+// the epilogue out.
+func (p *GEMMPlan) NormTailNs(tg *sched.Target) float64 {
+	g, nm := p.G, p.G.Epilogue.Norm
+	if !nm.On {
+		return 0
+	}
+	c := rowCost{tg}
+	fmax := max(p.normFree, 1)
+	full, last := g.N/fmax, g.N%fmax
+	stats := float64(full) * c.ns(isa.OpBNStats, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnStatsWidth), c.view(g.Out, fmax))
+	if last > 0 {
+		stats += c.ns(isa.OpBNStats, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnStatsWidth), c.view(g.Out, last))
+	}
+	stats += c.ns(isa.OpBNAggr, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnAggrWidth), c.view(isa.FP32, ceilDiv(g.N, fmax)*bnStatsWidth))
+	xf := c.view(isa.FP32, 1)
+	stats += c.ns(isa.OpActivation, isa.EngineScalar, isa.Attrs{Func: isa.ActRsqrt, Scale: 1}, xf, xf)
+	rows := g.M - (ceilDiv(g.M, p.BM)-1)*p.BM // the last M block's rows
+	return float64(ceilDiv(rows, 128)) * (stats + normLanesNs(tg, g, p.normVector))
 }
 
 // normSBUFBytes is the SBUF per partition of a fused norm (Epilogue.Norm):
@@ -543,6 +677,7 @@ func planGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 			return nil, optErr("block_n", "%d: a fused norm needs a row's %d columns in one N block", o.BlockN, g.N)
 		}
 		p.normFree = lim.BNStatsFreeMax
+		p.normVector, p.normShareVG = normVectorCols(tg, g), tg.VectorGpSimdShareSBUF
 	}
 	transposes := []TransposeMode{p.Transpose}
 	if g.AMK && p.Transpose == TransposeAuto {
@@ -1454,6 +1589,9 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// result block res (at index resIdx of its block dimension, or none):
 	// a copy for the first K block (or the only evacuation, kOnce), an add
 	// for the others.
+	// foldR is the residual block the evacuations combine with the result
+	// (foldResidual), set around an N block's evacuations.
+	var foldR *Tile
 	evacuate := func(b *Block, ps func(rows, nt, cols Expr) Access, res slotted, resIdx Expr, hasIdx bool, mt, mb, nb, kb Expr, group Expr, sfx string) {
 		rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
 		b.For("nt_e"+sfx, C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
@@ -1469,6 +1607,14 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				if scalar {
 					b.Add(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{dst}, Ins: []Access{src},
 						Attrs: isa.Attrs{Func: isa.ActCopy, Scale: 1}, OpID: p.opID})
+					return
+				}
+				if foldR != nil {
+					// The residual combined as the block leaves PSUM
+					// (foldResidual).
+					b.Add(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{dst},
+						Ins:   []Access{src, foldR.At(R(C(0), rows), I(mt), RS(nt.MulC(p.TN), cols))},
+						Attrs: isa.Attrs{ALU0: g.Epilogue.Combine}, OpID: p.opID})
 					return
 				}
 				if p.foldBias() {
@@ -1569,7 +1715,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			b.Add(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{blk}, Ins: []Access{blk},
 				Attrs: isa.Attrs{Func: epi.Func, Scale: 1}, OpID: p.opID})
 		}
-		if epi.HasR() {
+		if rt.Tile != nil {
 			if rearr {
 				rsrc = rsrc.Rearranged(split())
 			}
@@ -1597,11 +1743,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		rs := func(x *Tile) Access { return x.At(R(C(0), rows)) }
 		op := func(o *Op) { o.OpID = p.opID; b.Add(o) }
 		for c := int64(0); c < nch; c++ {
-			cols := min(p.normFree, g.N-c*p.normFree)
-			chunk := t
-			chunk.Ranges = append([]Range(nil), t.Ranges...)
-			last := len(chunk.Ranges) - 1
-			chunk.Ranges[last] = RS(C(c*p.normFree), C(cols))
+			chunk := blockCols(t, c*p.normFree, min(p.normFree, g.N-c*p.normFree))
 			op(&Op{Opcode: isa.OpBNStats, Engine: isa.EngineVector, Outs: []Access{st.At(R(C(0), rows), I(C(c)))}, Ins: []Access{chunk}})
 		}
 		op(&Op{Opcode: isa.OpBNAggr, Engine: isa.EngineVector, Outs: []Access{rs(mv)}, Ins: []Access{rs(st)}})
@@ -1614,18 +1756,47 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		}
 		op(&Op{Opcode: isa.OpActivation, Engine: isa.EngineScalar, Outs: []Access{rs(rstd)}, Ins: []Access{under, rs(normEps)},
 			Attrs: isa.Attrs{Func: isa.ActRsqrt, Scale: 1}})
-		norm := &Op{Opcode: isa.OpTensorScalar, Engine: isa.EngineVector, Outs: []Access{t}, Ins: []Access{t, rs(rstd)}, Attrs: isa.Attrs{ALU0: isa.ALUMultiply}}
+		var shift *Tile
 		if !nm.RMS {
-			shift := b.Tile("nshift"+sfx, isa.MemSBUF, sdt, []int64{128, 1}, 2)
+			shift = b.Tile("nshift"+sfx, isa.MemSBUF, sdt, []int64{128, 1}, 2)
 			op(&Op{Opcode: isa.OpScalarTensorTensor, Engine: isa.EngineGpSimd, Outs: []Access{rs(shift)}, Ins: []Access{mean, rs(rstd)},
 				Attrs: isa.Attrs{ALU0: isa.ALUMultiply, Imm0: -1, ALU1: isa.ALUMultiply}})
-			norm.Ins = append(norm.Ins, rs(shift))
-			norm.Attrs.ALU1 = isa.ALUAdd
 		}
-		op(norm)
-		op(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineGpSimd, Outs: []Access{t}, Ins: []Access{t, normW.At(R(C(0), rows), R(C(0), C(g.N)))}, Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
-		if normB != nil {
-			op(&Op{Opcode: isa.OpTensorTensor, Engine: isa.EngineVector, Outs: []Access{t}, Ins: []Access{t, normB.At(R(C(0), rows), R(C(0), C(g.N)))}, Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+		// x*rstd [- mean*rstd], times the weight [plus the bias], by
+		// columns in two lanes side by side (normVectorCols): VectorE's
+		// first columns, ScalarE's normalisation of the rest and then
+		// GpSimd's multiplies (VectorE's, after its own, where they share
+		// SBUF's port).
+		mulE := isa.EngineGpSimd
+		if p.normShareVG {
+			mulE = isa.EngineVector
+		}
+		normOp := func(c0, cols int64, e isa.Engine) {
+			x := blockCols(t, c0, cols)
+			o := &Op{Opcode: isa.OpTensorScalar, Engine: e, Outs: []Access{x}, Ins: []Access{x, rs(rstd)}, Attrs: isa.Attrs{ALU0: isa.ALUMultiply}}
+			if shift != nil {
+				o.Ins = append(o.Ins, rs(shift))
+				o.Attrs.ALU1 = isa.ALUAdd
+			}
+			op(o)
+		}
+		mulOps := func(c0, cols int64, e isa.Engine) {
+			x := blockCols(t, c0, cols)
+			op(&Op{Opcode: isa.OpTensorTensor, Engine: e, Outs: []Access{x}, Ins: []Access{x, normW.At(R(C(0), rows), RS(C(c0), C(cols)))}, Attrs: isa.Attrs{ALU0: isa.ALUMultiply}})
+			if normB != nil {
+				op(&Op{Opcode: isa.OpTensorTensor, Engine: e, Outs: []Access{x}, Ins: []Access{x, normB.At(R(C(0), rows), RS(C(c0), C(cols)))}, Attrs: isa.Attrs{ALU0: isa.ALUAdd}})
+			}
+		}
+		nv := p.normVector
+		if nv < g.N {
+			normOp(nv, g.N-nv, isa.EngineScalar)
+		}
+		if nv > 0 {
+			normOp(0, nv, isa.EngineVector)
+			mulOps(0, nv, isa.EngineVector)
+		}
+		if nv < g.N {
+			mulOps(nv, g.N-nv, mulE)
 		}
 	}
 	// storeDMA stores a finished block. A deferred store (quantised
@@ -1652,7 +1823,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			return res.At(R(C(0), C(128)), I(mt), R(C(0), ncols))
 		}
 		var rt *Tile
-		if epi.HasR() {
+		if epi.HasR() && !p.foldResidual() {
 			rt = b.Tile("r"+sfx, isa.MemSBUF, g.Out, []int64{128, MT, p.BN}, 2)
 		}
 		b.When(full.Gt(C(0)), func(b *Block) {
@@ -1783,12 +1954,18 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
 				ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, psumMT, NT, p.tile}, int(psumGroups))
 				loadScales(b, nb)
+				if p.foldResidual() {
+					// The N block's residual, loaded ahead of its evacuations.
+					foldR = b.Tile("r", isa.MemSBUF, g.Out, []int64{128, MT, p.BN}, 2)
+					loadRows(b, foldR, rHBM, mOff, mSize(C(0)), nb.MulC(p.BN), nSize(nb), -1)
+				}
 				b.For("kb", C(0), C(nBK), Sequential, func(b *Block, kb Expr) {
 					bt, load := weights(b, nb.MulC(nBK).Add(kb), nb, kb)
 					load()
 					mulK(b, bt, slotted{t: ps}, nb, kb)
 				})
 				evacK(b, slotted{t: ps}, slotted{t: res}, nb, "")
+				foldR = nil
 				store(b, slotted{t: res}, C(0), true, C(0), nb, "")
 			})
 		} else if p.Order == OrderNKM && p.deferStores() {

@@ -497,3 +497,24 @@ func (p *NormPlan) Kernel() (*Kernel, error) {
 	}
 	return k, nil
 }
+
+// EstimateNs is the norm kernel's estimated time by itself, for choosing
+// between it and a norm fused into the GEMM before it: each row tile
+// loaded and stored (a transfer's fixed latency both ways, the bytes at
+// the DMA engines' rate), pipelined with the busiest engine's work over
+// the row tiles.
+func (p *NormPlan) EstimateNs(tg *sched.Target) float64 {
+	n := p.N
+	bw := tg.DMAEngineGBps * float64(tg.Limits.DMAEngines)
+	if tg.HBMGBps > 0 && tg.HBMGBps < bw {
+		bw = tg.HBMGBps
+	}
+	bw = max(bw, 1)
+	busy := 0.0
+	for _, v := range p.BusyNs {
+		busy = max(busy, v)
+	}
+	tiles := float64(ceilDiv(n.Rows, 128))
+	bytes := 2 * float64(n.Rows*n.Cols*int64(n.DType.Bytes()))
+	return 2*(tg.DMAStartNs+tg.DMACompletionNs) + max(bytes/bw, tiles*busy) + busy
+}

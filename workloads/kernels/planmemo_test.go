@@ -18,7 +18,7 @@ import (
 // GEMMPlan and left out of planState fails here.
 func TestPlanKeyCoversEveryField(t *testing.T) {
 	var p GEMMPlan
-	require.Empty(t, memotest.MissedFields(&p, func() any { return p.Key() }, "auto", "normFree")) // (auto: the report's, never an estimate's; normFree: the target's bn_stats size)
+	require.Empty(t, memotest.MissedFields(&p, func() any { return p.Key() }, "auto", "normFree", "normVector", "normShareVG")) // (auto: the report's, never an estimate's; normFree, normVector, normShareVG: the target's bn_stats size, cost table and port rule, with G)
 	require.Empty(t, memotest.MissedFields(&p.G, func() any { return p.Key() }))
 }
 

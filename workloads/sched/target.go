@@ -65,6 +65,9 @@ type Target struct {
 	HBMGBps                  float64
 	DMATransposeEfficiency   float64
 	BackgroundLoadStationary bool
+	// VectorGpSimdShareSBUF says VectorE and GpSimd cannot use SBUF at
+	// the same time (NC-v2's port rule; estimates only).
+	VectorGpSimdShareSBUF bool
 	// DMADescriptorNs is what each descriptor costs a DMA engine, and
 	// DMADescriptorMaxBytes the most one moves (estimates only).
 	DMADescriptorNs       float64
@@ -104,7 +107,7 @@ type TargetKey struct {
 	hbmBytes                             int64
 	qosClasses                           int
 	hbmGBps, transposeEff                float64
-	backgroundLS                         bool
+	backgroundLS, vgShareSBUF            bool
 	descNs                               float64
 	descMaxBytes                         int64
 	coresPerStack                        int
@@ -116,7 +119,7 @@ func (t *Target) Key() TargetKey {
 	return TargetKey{name: t.Name, limits: *t.Limits, cost: t.Cost, clockGHz: t.ClockGHz,
 		dmaEngineGBps: t.DMAEngineGBps, dmaStartNs: t.DMAStartNs, dmaDoneNs: t.DMACompletionNs,
 		hbmBytes: t.HBMBytes, qosClasses: t.DMAQoSClasses, hbmGBps: t.HBMGBps, transposeEff: t.DMATransposeEfficiency,
-		backgroundLS: t.BackgroundLoadStationary, descNs: t.DMADescriptorNs, descMaxBytes: t.DMADescriptorMaxBytes,
+		backgroundLS: t.BackgroundLoadStationary, vgShareSBUF: t.VectorGpSimdShareSBUF, descNs: t.DMADescriptorNs, descMaxBytes: t.DMADescriptorMaxBytes,
 		coresPerStack: t.CoresPerStack, symmetricLinks: t.SymmetricLinks}
 }
 

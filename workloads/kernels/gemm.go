@@ -52,7 +52,9 @@ func (g GEMM) BDType() isa.DType {
 // before storing it, instead of a pass of its own through HBM: an
 // activation on ScalarE (Func, when Apply), then a combination with the
 // matching block of an HBM tensor R [M, N] on VectorE (Combine: add for a
-// residual, multiply for a gate), R loaded as the block is stored.
+// residual, multiply for a gate), R loaded as the block is stored (or,
+// where K accumulates in PSUM, at the N block's start, to be combined as
+// each tile leaves PSUM: foldResidual).
 type Epilogue struct {
 	// Bias adds an HBM vector BIAS [N] to every row first (loaded once
 	// into every partition).
@@ -206,6 +208,9 @@ type GEMMPlan struct {
 	// GEMMOptions.WeightSlotBytes mode; 0 otherwise) and BHead how many of
 	// them the head loads (all of B's blocks when they all fit).
 	BSlots, BHead int64
+	// keepResult and aOnChip hand a result from one GEMM to the next in
+	// SBUF (KeepResult, ReadAOnChip).
+	keepResult, aOnChip bool
 	// AResident is set when the whole of A^T stays in SBUF (one M block,
 	// loop order nkm): loaded by the first step (a transfer per K block),
 	// TensorE-transposed, where it is, by K block a step ahead of the
@@ -281,7 +286,7 @@ func (p *GEMMPlan) HeadStmts() int {
 // so a caller may move them earlier in program order, above no statement
 // that writes A.
 func (p *GEMMPlan) AResidentStmts() int {
-	if p.aResFor(p.Order, p.BM) && max(p.G.Batch, 1) == 1 {
+	if p.aResFor(p.Order, p.BM) && max(p.G.Batch, 1) == 1 && !p.aOnChip {
 		return 1
 	}
 	return 0
@@ -374,8 +379,56 @@ func (p *GEMMPlan) foldBias() bool {
 // quantised weights' scales.
 func (p *GEMMPlan) foldResidual() bool {
 	e := p.G.Epilogue
-	return e.HasR() && p.PSUMK && !e.Apply && !p.G.Dequant && (!e.Bias || p.biasMatmul()) &&
-		(p.Evacuate == EvacVector || p.Evacuate == EvacAuto)
+	return e.HasR() && p.PSUMK && !e.Apply && !p.G.Dequant && (!e.Bias || p.biasMatmul()) && p.Evacuate == EvacVector
+}
+
+// ResultTileName and AOnChipTileName name the kernel-level SBUF tiles
+// through which one GEMM hands its result to the next (KeepResult,
+// ReadAOnChip): a caller inlining both binds them to one tile.
+const (
+	ResultTileName  = "C_SB"
+	AOnChipTileName = "A_SB"
+)
+
+// CanKeepResult reports whether the plan can leave its result in a
+// kernel-level SBUF tile (ResultTileName, ResultTileShape) besides storing
+// it: K accumulated in PSUM (one M block), one N block (N a multiple of
+// 128: the rows a GEMM reading it as A transposes), one GEMM, no stores
+// deferred.
+func (p *GEMMPlan) CanKeepResult() bool {
+	g := p.G
+	return p.PSUMK && !p.deferStores() && p.BN >= g.N && g.N%128 == 0 && max(g.Batch, 1) == 1 &&
+		ceilDiv(g.M, p.BM) == 1 && p.BM/128 == ceilDiv(g.M, 128)
+}
+
+// KeepResult makes the kernel leave its result in ResultTileName (see
+// CanKeepResult, which must hold).
+func (p *GEMMPlan) KeepResult() { p.keepResult = true }
+
+// ResultTileShape is the shape of ResultTileName: [128, 1, M tiles, N],
+// each M tile's rows in its partitions.
+func (p *GEMMPlan) ResultTileShape() []int64 {
+	return []int64{128, 1, ceilDiv(p.G.M, 128), p.G.N}
+}
+
+// CanReadAOnChip reports whether the plan can read A's rows from a
+// kernel-level SBUF tile (AOnChipTileName, AOnChipShape) instead of
+// loading them: A [M, K] resident and transposed by TensorE, K a
+// multiple of 128, one GEMM.
+func (p *GEMMPlan) CanReadAOnChip() bool {
+	g := p.G
+	return p.aResFor(p.Order, p.BM) && g.AMK && p.Transpose == TransposeTensor && g.K%128 == 0 &&
+		max(g.Batch, 1) == 1 && !g.Dequant && p.BM >= g.M
+}
+
+// ReadAOnChip makes the kernel read A's rows from AOnChipTileName (see
+// CanReadAOnChip, which must hold).
+func (p *GEMMPlan) ReadAOnChip() { p.aOnChip = true }
+
+// AOnChipShape is the shape of AOnChipTileName: [128, 1, M tiles, K],
+// as ResultTileShape of a GEMM whose N is this one's K.
+func (p *GEMMPlan) AOnChipShape() []int64 {
+	return []int64{128, 1, ceilDiv(p.G.M, 128), p.G.K}
 }
 
 // residentFits reports whether the nkm plan with these blocks, K in PSUM
@@ -1399,7 +1452,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		transpose := func(b *Block, kb Expr, sfx string) {
 			b.For("mt_a"+sfx, C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
 				rows := Min(C(128), ms.Sub(mt.MulC(128)))
-				transposeA(b, colShift{aRaw, mt, kb.MulC(p.BK)}, ktShift{aRes, kb.MulC(KT)}, mt, rows, kSize(kb), sfx)
+				transposeA(b, colShift{aRaw, mt, kb.MulC(p.BK), p.aOnChip}, ktShift{aRes, kb.MulC(KT)}, mt, rows, kSize(kb), sfx)
 			})
 		}
 		b.When(first, func(b *Block) { transpose(b, C(0), "") })
@@ -1919,10 +1972,14 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		if aResident {
 			kAll := roundUp(g.K, 128)
 			aRes = root.Tile("ares", isa.MemSBUF, g.In, []int64{128, kAll / 128, min(p.BM, g.M)}, 1)
-			if g.AMK && p.Transpose == TransposeTensor {
+			switch {
+			case p.aOnChip:
+				// A's rows are the GEMM's before, in SBUF already.
+				aRaw = root.Tile(AOnChipTileName, isa.MemSBUF, g.In, p.AOnChipShape(), 1)
+			case g.AMK && p.Transpose == TransposeTensor:
 				aRaw = root.Tile("araw", isa.MemSBUF, g.In, []int64{128, ceilDiv(min(g.M, p.BM), 128), kAll}, 1)
 			}
-			if batch == 1 {
+			if batch == 1 && !p.aOnChip {
 				loadAAll(root)
 				aLoad = k.Body[len(k.Body)-1]
 			}
@@ -1950,8 +2007,17 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			})
 			finish(root, C(nBN-1), "_last")
 		} else if p.PSUMK {
+			var kept *Tile
+			if p.keepResult {
+				// The result in a kernel-level tile, which a GEMM reading it
+				// as A reads in place (one N block, one M block).
+				kept = root.Tile(ResultTileName, isa.MemSBUF, resDT, p.ResultTileShape(), 1)
+			}
 			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
-				res := b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
+				res := kept
+				if res == nil {
+					res = b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
+				}
 				ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, psumMT, NT, p.tile}, int(psumGroups))
 				loadScales(b, nb)
 				if p.foldResidual() {
@@ -2148,6 +2214,9 @@ func (s ktShift) At(rs ...Range) Access {
 type colShift struct {
 	t     *Tile
 	i, c0 Expr
+	// lead says the tile has one more dimension after the partitions, of
+	// size 1 (an A_SB tile, AOnChipShape).
+	lead bool
 }
 
 // At is the tile's access: the partition range, the index, the column
@@ -2157,6 +2226,9 @@ func (s colShift) At(rs ...Range) Access {
 	r.Start = s.c0.Add(r.Start)
 	if !r.Index {
 		r.Stop = s.c0.Add(r.Stop)
+	}
+	if s.lead {
+		return s.t.At(rs[0], I(C(0)), I(s.i), r)
 	}
 	return s.t.At(rs[0], I(s.i), r)
 }

@@ -10,6 +10,7 @@ package lowergraph
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trnsim/trnsim/isa"
@@ -83,6 +84,13 @@ type lowering struct {
 	// slotTurn is the SBUF region the next prefetched weight slots take
 	// (prefetch.go).
 	slotTurn int
+	// onchip holds the activations a Linear's GEMM left in SBUF besides
+	// HBM (kernels.GEMMPlan.KeepResult), for the Linears after it that
+	// read them as A in place (ReadAOnChip).
+	onchip map[*graph.Tensor]*tile.Tile
+	// onchipReaders are the Linears that may read them so (nextReaders).
+	onchipReaders map[*graph.Op]bool
+	noHandOff     bool
 }
 
 // Options are the lowering's choices.
@@ -95,6 +103,10 @@ type Options struct {
 	// with GroupSize, over consecutive groups of that many (one per
 	// replica).
 	Ranks, GroupSize int
+	// NoSBUFHandOff stores every Linear's result to HBM for the next to
+	// load, even where it could read it in SBUF (handOff), to measure
+	// what the hand-off buys.
+	NoSBUFHandOff bool
 }
 
 // Lower lowers g for the target.
@@ -102,6 +114,7 @@ func Lower(g *graph.Graph, tg *sched.Target, name string, opts Options) (*Result
 	l := &lowering{g: g, tg: tg, k: tile.New(sanitize(name)), store: map[*graph.Tensor]*tile.Tile{}, names: map[string]int{},
 		weights: map[*graph.Tensor]*tile.Tile{}, casts: map[*graph.Tensor]*tile.Tile{}, res: &Result{}, ranks: opts.Ranks, group: opts.GroupSize}
 	l.fusions, l.fusedInto = map[*graph.Op]*fusion{}, map[*graph.Op]*graph.Op{}
+	l.onchip, l.onchipReaders, l.noHandOff = map[*graph.Tensor]*tile.Tile{}, map[*graph.Op]bool{}, opts.NoSBUFHandOff
 	if !opts.NoFusion {
 		l.fusions, l.fusedInto = planFusions(g)
 	}
@@ -386,6 +399,7 @@ func (l *lowering) linear(o *graph.Op) error {
 	if err != nil {
 		return l.wrapErr(err)
 	}
+	onchip := l.handOff(plan, x, a, out, f != nil || bias == nil)
 	k, err := plan.Kernel()
 	if err != nil {
 		return err
@@ -413,6 +427,9 @@ func (l *lowering) linear(o *graph.Op) error {
 		if f.nb != nil {
 			bind["NB"] = l.tensor1D(f.nb)
 		}
+		for name, t := range onchip {
+			bind[name] = t
+		}
 		return l.inlineHead(k, bind, head)
 	}
 	target := l.tensor2D(out)
@@ -425,7 +442,65 @@ func (l *lowering) linear(o *graph.Op) error {
 		}
 		return l.biasAdd(tmp, l.tensor2D(bias), target, m, n, out.DType)
 	}
-	return l.inlineHead(k, bindScale(map[string]*tile.Tile{"A": a, "B": wt, "C": target}), head)
+	bind := bindScale(map[string]*tile.Tile{"A": a, "B": wt, "C": target})
+	for name, t := range onchip {
+		bind[name] = t
+	}
+	return l.inlineHead(k, bind, head)
+}
+
+// handOff sets a Linear's plan to hand activations over in SBUF, and
+// returns the kernel's on-chip tiles to bind: A's rows read where the
+// GEMM before left them (its output x, the plan's A a as stored, no cast),
+// and the result kept for a Linear after it that reads out as its input
+// (where the result is the op's output, keeps). Neither is a copy: the
+// GEMM before evacuates into the tile its result is stored from, and this
+// one transposes A out of it (kernels.GEMMPlan.KeepResult, ReadAOnChip),
+// so a Linear after a Linear skips the store's and the load's latency and
+// the load's bytes; the stores to HBM stay, for every other reader.
+func (l *lowering) handOff(plan *kernels.GEMMPlan, x *graph.Tensor, a *tile.Tile, out *graph.Tensor, keeps bool) map[string]*tile.Tile {
+	bind := map[string]*tile.Tile{}
+	if t := l.onchip[x]; t != nil && l.onchipReaders[l.op] && a == l.store[x] && plan.CanReadAOnChip() && slices.Equal(t.Shape, plan.AOnChipShape()) && t.DType == plan.G.In {
+		plan.ReadAOnChip()
+		bind[kernels.AOnChipTileName] = t
+	}
+	if !keeps || l.noHandOff || !plan.CanKeepResult() {
+		return bind
+	}
+	readers := l.nextReaders(out)
+	if len(readers) == 0 {
+		return bind
+	}
+	for _, r := range readers {
+		l.onchipReaders[r] = true
+	}
+	plan.KeepResult()
+	t := l.k.Root().Tile(l.unique(out.Name+"_sbuf"), isa.MemSBUF, plan.ResultDType(), plan.ResultTileShape(), 1)
+	bind[kernels.ResultTileName] = t
+	l.onchip[out] = t
+	return bind
+}
+
+// nextReaders returns the Linears that read t as their input right after
+// the current op, with no other kernel between (ops fused away and views
+// cost none): those may read it where the current op's GEMM leaves it, so
+// that the tile holds SBUF only while they run.
+func (l *lowering) nextReaders(t *graph.Tensor) []*graph.Op {
+	i := l.op.ID
+	if i < 0 || i >= len(l.g.Ops) || l.g.Ops[i] != l.op {
+		return nil // (ops numbered otherwise than by their place)
+	}
+	var out []*graph.Op
+	for _, c := range l.g.Ops[i+1:] {
+		if _, fused := l.fusedInto[c]; fused || c.Kind == graph.Reshape || c.Kind == graph.Permute {
+			continue
+		}
+		if c.Kind != graph.Linear || c.Inputs[0] != t {
+			break
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // matmulInput is the activation x [rows, cols] as a matmul with weights
@@ -619,7 +694,7 @@ func (l *lowering) normFusionPays(g kernels.GEMM, w *graph.Tensor, plan *kernels
 		// plan estimated no slower than the GEMM's own takes the norm.
 		return plan.Estimate(l.tg).TotalNs <= fp.Estimate(l.tg).TotalNs
 	}
-	n := kernels.Norm{Rows: g.M * max(g.Batch, 1), Cols: g.N, DType: g.Out, RMS: norm.Kind == graph.RMSNorm, Bias: len(norm.Inputs) > 2, Eps: norm.Attrs.Eps}
+	n := kernels.Norm{Rows: g.M * max(g.Batch, 1), Cols: g.N, DType: g.Out, RMS: norm.Kind == graph.RMSNorm, Bias: len(norm.Inputs) > 2 && norm.Inputs[2] != nil, Eps: norm.Attrs.Eps}
 	np, err := kernels.PlanNorm(n, kernels.NormOptions{}, l.tg)
 	if err != nil {
 		return true

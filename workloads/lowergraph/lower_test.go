@@ -268,9 +268,11 @@ func TestResidualFoldsIntoTheEvacuation(t *testing.T) {
 			g, err := b.Graph()
 			require.NoError(t, err)
 			run(t, g, tc.preset) // (race check on)
-			var folds, sbufAdds, scalarNorms, gpsimdMuls int
+			var folds, rLoads, sbufAdds, scalarNorms, gpsimdMuls int
 			for _, line := range lowerAsm(t, g, tc.preset) {
 				switch {
+				case strings.Contains(line, "dma_copy") && strings.Contains(line, "_r_0[") && (strings.Contains(line, ", x[") || strings.Contains(line, ", x{")):
+					rLoads++
 				case strings.HasPrefix(line, "vector tensor_tensor") && strings.Contains(line, "_ps_") && strings.Contains(line, "_r_") && strings.Contains(line, "alu=add"):
 					folds++
 				case strings.HasPrefix(line, "vector tensor_tensor") && strings.Contains(line, "_r_"):
@@ -282,11 +284,73 @@ func TestResidualFoldsIntoTheEvacuation(t *testing.T) {
 				}
 			}
 			assert.Positive(t, folds, "residual adds as the tiles leave PSUM")
+			assert.Equal(t, (tc.tokens+127)/128, int64(rLoads), "the residual's rows loaded, a transfer per M tile")
 			assert.Zero(t, sbufAdds, "no residual pass over the finished block")
 			if tc.norm {
 				assert.Positive(t, scalarNorms, "ScalarE normalises a lane")
 				assert.Equal(t, tc.gpsimdMuls, gpsimdMuls > 0, "GpSimd's multiplies where it has an SBUF port of its own")
 			}
+		})
+	}
+}
+
+// A post-norm block's output read by the two Linears after it (BERT's
+// queries and keys) stays in SBUF: its GEMM evacuates into a tile the
+// next GEMMs transpose A out of, with no load of it from HBM, for less
+// time and fewer HBM bytes than storing it for them to load, the same
+// FLOPs, race-free on every preset, ragged rows included; where the plans
+// cannot (K not in PSUM, A not resident), the program is the one without
+// the hand-off.
+func TestActivationsStayInSBUFBetweenLinears(t *testing.T) {
+	for _, tc := range []struct {
+		preset     string
+		tokens, hd int64
+		hands      bool
+	}{
+		{"trn1", 128, 768, true},
+		{"trn1", 200, 768, false},
+		{"inf2", 100, 768, true},
+		{"trn2", 128, 1024, true},
+		{"trn2", 200, 512, true},
+		{"trn2", 256, 768, false},
+		{"trn3", 200, 768, false},
+		{"trn3", 64, 384, false},
+	} {
+		t.Run(fmt.Sprintf("%s/%dx%d", tc.preset, tc.tokens, tc.hd), func(t *testing.T) {
+			b := graph.NewBuilder()
+			x := b.Input("x", []int64{1, tc.tokens, tc.hd}, isa.BF16)
+			h := nn.NewLinear(b, "dense", tc.hd, tc.hd, true, isa.BF16, isa.BF16).Forward(b, x)
+			h = b.Add(graph.AddOp, "residual", graph.Attrs{}, x, h)
+			h = nn.NewLayerNorm(b, "ln", tc.hd, true, 1e-12, isa.BF16).Forward(b, h)
+			b.Output(nn.NewLinear(b, "query", tc.hd, tc.hd, true, isa.BF16, isa.BF16).Forward(b, h))
+			b.Output(nn.NewLinear(b, "key", tc.hd, tc.hd, true, isa.BF16, isa.BF16).Forward(b, h))
+			g, err := b.Graph()
+			require.NoError(t, err)
+			kept, _ := lowerAndRun(t, g, tc.preset, lowergraph.Options{})
+			stored, _ := lowerAndRun(t, g, tc.preset, lowergraph.Options{NoSBUFHandOff: true})
+			var reads, loads int
+			for _, line := range lowerAsm(t, g, tc.preset) {
+				switch {
+				case strings.HasPrefix(line, "tensor transpose") && strings.Contains(line, "ln_sbuf["):
+					reads++
+				case strings.Contains(line, "dma_copy") && (strings.Contains(line, ", ln[") || strings.Contains(line, ", ln{")):
+					loads++
+				}
+			}
+			kc, sc := kept.Chips[0].Cores[0], stored.Chips[0].Cores[0]
+			t.Logf("kept %s, %d HBM bytes read; stored %s, %d", kept.SimTime, kept.Chips[0].HBMReadBytes, stored.SimTime, stored.Chips[0].HBMReadBytes)
+			if !tc.hands {
+				// (The norm runs by itself, or the next plans transpose A
+				// by DMA or keep no A resident: nothing is handed over.)
+				assert.Zero(t, reads)
+				assert.Equal(t, stored.SimTime, kept.SimTime)
+				return
+			}
+			assert.Positive(t, reads, "the next GEMMs transpose A out of the kept tile")
+			assert.Zero(t, loads, "and load none of it from HBM")
+			assert.InDelta(t, sc.Engines[isa.EngineTensor].FLOPs, kc.Engines[isa.EngineTensor].FLOPs, 1)
+			assert.Less(t, kept.Chips[0].HBMReadBytes, stored.Chips[0].HBMReadBytes)
+			assert.Less(t, kept.SimTime, stored.SimTime)
 		})
 	}
 }

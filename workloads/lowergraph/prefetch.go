@@ -46,9 +46,23 @@ const reuseSlack = 0.01
 // of their multiplies as ever, dequant.go). A weight already laid out for another Linear keeps its block
 // width.
 func (l *lowering) planLinear(g kernels.GEMM, w *graph.Tensor) (*kernels.GEMMPlan, error) {
+	if g.AMK && !g.Dequant && l.onchipReaders[l.op] && l.onchip[l.op.Inputs[0]] != nil {
+		// A's rows are in SBUF already (handOff): TensorE transposes
+		// them where they are, which no DMA transpose can, where the plan
+		// that does reads them there (its estimate counts their load,
+		// which does not happen).
+		if p, err := l.planLinearWith(g, w, kernels.TransposeTensor); err == nil && p.CanReadAOnChip() {
+			return p, nil
+		}
+	}
+	return l.planLinearWith(g, w, kernels.TransposeAuto)
+}
+
+// planLinearWith is planLinear with A's transposes by tr (auto: chosen).
+func (l *lowering) planLinearWith(g kernels.GEMM, w *graph.Tensor, tr kernels.TransposeMode) (*kernels.GEMMPlan, error) {
 	sbuf := l.tg.Limits.SBUFPartitionBytes
 	share := sbuf / prefetchShare
-	o := kernels.GEMMOptions{OpID: l.id}
+	o := kernels.GEMMOptions{OpID: l.id, Transpose: tr}
 	g.BTiled = max(g.Batch, 1) == 1
 	if s, ok := l.weights[w]; ok {
 		// Laid out already (a weight two Linears read): its blocks' width.

@@ -10,7 +10,9 @@ import (
 // Inline appends sub's statements to the block, so that kernels built on
 // their own (a GEMM, a norm) compose into one program: each of sub's
 // kernel-level HBM tensors is replaced by the tile bind gives for its name
-// (the same dtype and shape), and sub's other tiles and its loop variables
+// (the same dtype and shape), as is each kernel-level on-chip tile bind
+// names (the same memory, buffers and placement too: a tile two kernels
+// hand data through), and sub's other tiles and its loop variables
 // join this kernel with prefix added to their names (names are unique in a
 // kernel). sub is consumed: do not use it afterwards. Call Finish on the
 // kernel once everything is inlined.
@@ -18,12 +20,18 @@ func (b *Block) Inline(sub *Kernel, prefix string, bind map[string]*Tile) error 
 	k := b.k
 	subst := map[*Tile]*Tile{}
 	for _, t := range sub.Tiles {
-		if t.Mem != isa.MemHBM || t.Scope != nil {
+		if t.Scope != nil {
 			continue
 		}
 		to, ok := bind[t.Name]
-		if !ok {
+		if !ok && t.Mem == isa.MemHBM {
 			return fmt.Errorf("inlining %s: its tensor %s is not bound", sub.Name, t.Name)
+		}
+		if !ok {
+			continue // (a kernel-level tile of its own)
+		}
+		if t.Bufs != to.Bufs || t.Offset != to.Offset {
+			return fmt.Errorf("inlining %s: tile %s has %d buffers at offset %d, bound to %s with %d at %d", sub.Name, t.Name, t.Bufs, t.Offset, to.Name, to.Bufs, to.Offset)
 		}
 		if to.DType != t.DType || !slices.Equal(to.Shape, t.Shape) || to.Mem != t.Mem {
 			return fmt.Errorf("inlining %s: tensor %s is %s%v, bound to %s %s%v", sub.Name, t.Name, t.DType, t.Shape, to.Name, to.DType, to.Shape)

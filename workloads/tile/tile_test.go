@@ -317,3 +317,32 @@ func TestInlineComposesKernels(t *testing.T) {
 	err = k.Root().Inline(mk("fourth"), "l3_", map[string]*Tile{"X": a, "OUT": wrong})
 	assert.ErrorContains(t, err, "tensor OUT is bf16[256 64], bound to w fp32[256 64]")
 }
+
+// Two kernels hand data through a kernel-level SBUF tile that both name
+// and the caller binds to one of its own: the writer's and the reader's
+// accesses are to that tile; an unbound one stays the kernel's own.
+func TestInlineBindsOnChipTiles(t *testing.T) {
+	writer := New("writer")
+	x := writer.Tensor("X", isa.BF16, Input, 128, 64)
+	s := writer.Root().Tile("S", isa.MemSBUF, isa.BF16, []int64{128, 64}, 1)
+	writer.Root().Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{s.All()}, Ins: []Access{x.All()}})
+	reader := New("reader")
+	out := reader.Tensor("OUT", isa.BF16, Output, 128, 64)
+	r := reader.Root().Tile("S", isa.MemSBUF, isa.BF16, []int64{128, 64}, 1)
+	reader.Root().Add(&Op{Opcode: isa.OpDMACopy, Any: true, Outs: []Access{out.All()}, Ins: []Access{r.All()}})
+
+	k := New("model")
+	a := k.Tensor("a", isa.BF16, Input, 128, 64)
+	o := k.Tensor("o", isa.BF16, Output, 128, 64)
+	shared := k.Root().Tile("shared", isa.MemSBUF, isa.BF16, []int64{128, 64}, 1)
+	require.NoError(t, k.Root().Inline(writer, "w_", map[string]*Tile{"X": a, "S": shared}))
+	require.NoError(t, k.Root().Inline(reader, "r_", map[string]*Tile{"OUT": o, "S": shared}))
+	require.NoError(t, k.Finish())
+	assert.Same(t, shared, k.Ops[0].Outs[0].Tile)
+	assert.Same(t, shared, k.Ops[1].Ins[0].Tile)
+
+	double := k.Root().Tile("double", isa.MemSBUF, isa.BF16, []int64{128, 64}, 2)
+	again := New("again")
+	again.Root().Tile("S", isa.MemSBUF, isa.BF16, []int64{128, 64}, 1)
+	assert.ErrorContains(t, k.Root().Inline(again, "a_", map[string]*Tile{"S": double}), "tile S has 1 buffers at offset -1, bound to double with 2 at -1")
+}

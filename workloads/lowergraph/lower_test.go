@@ -14,9 +14,11 @@ import (
 	"github.com/trnsim/trnsim/isa/asm"
 	"github.com/trnsim/trnsim/workloads"
 	"github.com/trnsim/trnsim/workloads/graph"
+	"github.com/trnsim/trnsim/workloads/kernels"
 	"github.com/trnsim/trnsim/workloads/lowergraph"
 	"github.com/trnsim/trnsim/workloads/nn"
 	"github.com/trnsim/trnsim/workloads/sched"
+	"github.com/trnsim/trnsim/workloads/tile"
 )
 
 // run lowers g, schedules it and simulates it with the race check on.
@@ -233,6 +235,11 @@ func lowerAsm(t *testing.T, g *graph.Graph, preset string) []string {
 	require.NoError(t, err)
 	s, err := asm.String(p.Program)
 	require.NoError(t, err)
+	// (A GEMM's on-chip A or kept result left unbound would be a tile of
+	// its own that nothing writes, or that nobody reads: handOff binds
+	// both to the one tile they hand over.)
+	require.NotContains(t, s, "_"+kernels.AOnChipTileName+"[")
+	require.NotContains(t, s, "_"+kernels.ResultTileName+"[")
 	return strings.Split(s, "\n")
 }
 
@@ -352,5 +359,58 @@ func TestActivationsStayInSBUFBetweenLinears(t *testing.T) {
 			assert.Less(t, kept.Chips[0].HBMReadBytes, stored.Chips[0].HBMReadBytes)
 			assert.Less(t, kept.SimTime, stored.SimTime)
 		})
+	}
+}
+
+// A Linear whose bias is too wide to fuse (it is added by a kernel of its
+// own after the GEMM) still reads its input where the Linear before left
+// it, bound to that tile (a review found the on-chip A of that branch left
+// unbound: a tile nobody wrote, read without a wait).
+func TestHandOffToAnUnfusedBias(t *testing.T) {
+	b := graph.NewBuilder()
+	x := b.Input("x", []int64{1, 128, 768}, isa.BF16)
+	h := nn.NewLinear(b, "first", 768, 768, false, isa.BF16, isa.BF16).Forward(b, x)
+	b.Output(nn.NewLinear(b, "second", 768, 20000, true, isa.BF16, isa.BF16).Forward(b, h))
+	g, err := b.Graph()
+	require.NoError(t, err)
+	run(t, g, "trn1")
+	reads := 0
+	for _, line := range lowerAsm(t, g, "trn1") {
+		if strings.HasPrefix(line, "tensor transpose") && strings.Contains(line, "first_sbuf[") {
+			reads++
+		}
+	}
+	assert.Positive(t, reads)
+}
+
+// Nothing is kept for readers that would not read it in place: FP8
+// weights read a cast copy of their input (trn2), and with ranks (tensor
+// parallelism) no result is kept (docs/models.md, "SBUF hand-off").
+func TestHandOffOnlyWhereItIsRead(t *testing.T) {
+	block := func(wdt isa.DType) *graph.Graph {
+		b := graph.NewBuilder()
+		x := b.Input("x", []int64{1, 128, 768}, isa.BF16)
+		h := nn.NewLinear(b, "first", 768, 768, false, isa.BF16, isa.BF16).Forward(b, x)
+		b.Output(nn.NewLinear(b, "second", 768, 768, false, wdt, isa.BF16).Forward(b, h))
+		g, err := b.Graph()
+		require.NoError(t, err)
+		return g
+	}
+	cfg, err := configs.LoadDefault(configs.LoadOptions{Sets: []string{"hardware.preset=trn2"}})
+	require.NoError(t, err)
+	tg := workloads.Target(cfg)
+	for _, tc := range []struct {
+		name string
+		wdt  isa.DType
+		o    lowergraph.Options
+		kept bool
+	}{
+		{"bf16", isa.BF16, lowergraph.Options{}, true},
+		{"fp8 reader", isa.FP8E4, lowergraph.Options{}, false},
+		{"two ranks", isa.BF16, lowergraph.Options{Ranks: 2}, false},
+	} {
+		res, err := lowergraph.Lower(block(tc.wdt), tg, "test", tc.o)
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.kept, strings.Contains(tile.String(res.Kernel), "first_sbuf"), tc.name)
 	}
 }

@@ -46,16 +46,28 @@ const reuseSlack = 0.01
 // of their multiplies as ever, dequant.go). A weight already laid out for another Linear keeps its block
 // width.
 func (l *lowering) planLinear(g kernels.GEMM, w *graph.Tensor) (*kernels.GEMMPlan, error) {
-	if g.AMK && !g.Dequant && l.onchipReaders[l.op] && l.onchip[l.op.Inputs[0]] != nil {
+	auto, err := l.planLinearWith(g, w, kernels.TransposeAuto)
+	if g.AMK && !g.Dequant && l.onchipReaders[l.op] && l.onchip[l.op.Inputs[0]] != nil && (err != nil || !auto.CanReadAOnChip()) {
 		// A's rows are in SBUF already (handOff): TensorE transposes
-		// them where they are, which no DMA transpose can, where the plan
-		// that does reads them there (its estimate counts their load,
-		// which does not happen).
-		if p, err := l.planLinearWith(g, w, kernels.TransposeTensor); err == nil && p.CanReadAOnChip() {
+		// them where they are, which no DMA transpose can. The plan that
+		// does is taken where its estimate, less the load of A's rows it
+		// counts and will not make, is no slower.
+		if p, terr := l.planLinearWith(g, w, kernels.TransposeTensor); terr == nil && p.CanReadAOnChip() &&
+			(err != nil || p.Estimate(l.tg).TotalNs-l.rowsLoadNs(g.M, g.K, g.In) <= auto.Estimate(l.tg).TotalNs) {
 			return p, nil
 		}
 	}
-	return l.planLinearWith(g, w, kernels.TransposeAuto)
+	return auto, err
+}
+
+// rowsLoadNs is the estimated time of loading rows x cols of dt into
+// SBUF: a transfer's fixed latency and the bytes at the DMA engines' rate.
+func (l *lowering) rowsLoadNs(rows, cols int64, dt isa.DType) float64 {
+	bw := l.tg.DMAEngineGBps * float64(l.tg.Limits.DMAEngines)
+	if l.tg.HBMGBps > 0 && l.tg.HBMGBps < bw {
+		bw = l.tg.HBMGBps
+	}
+	return l.tg.DMAStartNs + l.tg.DMACompletionNs + float64(rows*cols*int64(dt.Bytes()))/max(bw, 1)
 }
 
 // planLinearWith is planLinear with A's transposes by tr (auto: chosen).

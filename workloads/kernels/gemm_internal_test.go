@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/trnsim/trnsim/isa"
 )
@@ -57,4 +58,42 @@ func TestDequantSpread(t *testing.T) {
 	l = DequantAlternateScalar.spread([3]float64{}, costs)
 	assert.InDelta(t, 400.0/3, l[1], 1e-9)
 	assert.InDelta(t, 200.0/3, l[2], 1e-9)
+}
+
+// A result is kept in SBUF, and A read from it, only by plans whose
+// kernels can (CanKeepResult, CanReadAOnChip): each condition, broken
+// alone, refuses.
+func TestHandOffConditions(t *testing.T) {
+	keeper := func() *GEMMPlan {
+		return &GEMMPlan{G: GEMM{M: 200, K: 1024, N: 768, In: isa.BF16, Out: isa.BF16, AMK: true}, PSUMK: true, BM: 256, BN: 1024, Order: OrderNKM}
+	}
+	reader := func() *GEMMPlan {
+		return &GEMMPlan{G: GEMM{M: 200, K: 768, N: 1024, In: isa.BF16, Out: isa.BF16, AMK: true}, AResident: true, BM: 256, BN: 512, Order: OrderNKM, Transpose: TransposeTensor}
+	}
+	require.True(t, keeper().CanKeepResult())
+	require.True(t, reader().CanReadAOnChip())
+	assert.Equal(t, keeper().ResultTileShape(), reader().AOnChipShape(), "a keeper of N columns hands over the rows a reader of K = N reads")
+	for name, p := range map[string]*GEMMPlan{
+		"K not in PSUM":     func() *GEMMPlan { p := keeper(); p.PSUMK = false; return p }(),
+		"two N blocks":      func() *GEMMPlan { p := keeper(); p.BN = 512; return p }(),
+		"N not 128s":        func() *GEMMPlan { p := keeper(); p.G.N = 700; return p }(),
+		"a batch":           func() *GEMMPlan { p := keeper(); p.G.Batch = 2; return p }(),
+		"two M blocks":      func() *GEMMPlan { p := keeper(); p.BM = 128; return p }(),
+		"more M tiles":      func() *GEMMPlan { p := keeper(); p.BM = 384; return p }(),
+		"deferred (quant.)": func() *GEMMPlan { p := keeper(); p.G.Dequant, p.NRes = true, 2; return p }(),
+	} {
+		assert.False(t, p.CanKeepResult(), name)
+	}
+	for name, p := range map[string]*GEMMPlan{
+		"A not resident": func() *GEMMPlan { p := reader(); p.AResident = false; return p }(),
+		"DMA transposes": func() *GEMMPlan { p := reader(); p.Transpose = TransposeDMA; return p }(),
+		"A as A^T":       func() *GEMMPlan { p := reader(); p.G.AMK = false; return p }(),
+		"K not 128s":     func() *GEMMPlan { p := reader(); p.G.K = 700; return p }(),
+		"a batch":        func() *GEMMPlan { p := reader(); p.G.Batch = 2; return p }(),
+		"quantised":      func() *GEMMPlan { p := reader(); p.G.Dequant = true; return p }(),
+		"M past a block": func() *GEMMPlan { p := reader(); p.BM = 128; return p }(),
+		"another order":  func() *GEMMPlan { p := reader(); p.Order = OrderNMK; return p }(),
+	} {
+		assert.False(t, p.CanReadAOnChip(), name)
+	}
 }

@@ -476,6 +476,17 @@ func lowerModelPass(cfg *configs.RunConfig, g *graph.Graph, tg *sched.Target, ra
 		return nil, nil, cfg.FieldError("workload.model", "%v", err)
 	}
 	p, err := compileRanks(cfg, res.Kernel, modelFit, res.Ops, symmetric)
+	if err != nil && res.HandOffs > 0 {
+		// Activations kept in SBUF for the Linears after their writer
+		// (lowergraph's SBUF hand-off) hold SBUF across kernels that were
+		// each planned to fit by themselves: where the program does not
+		// place (or fails otherwise), the graph lowers again without them,
+		// and that program's error, if any, is the one reported.
+		if res, err = lowergraph.Lower(g, tg, "model", lowergraph.Options{Ranks: ranks, GroupSize: group, NoSBUFHandOff: true}); err != nil {
+			return nil, nil, cfg.FieldError("workload.model", "%v", err)
+		}
+		p, err = compileRanks(cfg, res.Kernel, modelFit, res.Ops, symmetric)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

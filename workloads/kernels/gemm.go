@@ -170,6 +170,11 @@ type GEMMOptions struct {
 	// stream as stored, each block converted a step ahead of its
 	// multiplies as ever.
 	WeightSlotBytes int64
+	// KeepResult reserves SBUF for the whole result ([128, 1, M tiles, N],
+	// ResultTileShape) beside the plan's working set, so that a plan of
+	// several N blocks may keep it (GEMMPlan.KeepResult); a plan of one N
+	// block may keep it without.
+	KeepResult bool
 	// OpID is the workload op the instructions belong to.
 	OpID int32
 }
@@ -209,8 +214,9 @@ type GEMMPlan struct {
 	// them the head loads (all of B's blocks when they all fit).
 	BSlots, BHead int64
 	// keepResult and aOnChip hand a result from one GEMM to the next in
-	// SBUF (KeepResult, ReadAOnChip).
-	keepResult, aOnChip bool
+	// SBUF (KeepResult, ReadAOnChip); keepPlanned says the plan left SBUF
+	// for the whole result (GEMMOptions.KeepResult).
+	keepResult, aOnChip, keepPlanned bool
 	// AResident is set when the whole of A^T stays in SBUF (one M block,
 	// loop order nkm): loaded by the first step (a transfer per K block),
 	// TensorE-transposed, where it is, by K block a step ahead of the
@@ -392,12 +398,12 @@ const (
 
 // CanKeepResult reports whether the plan can leave its result in a
 // kernel-level SBUF tile (ResultTileName, ResultTileShape) besides storing
-// it: K accumulated in PSUM (one M block), one N block (N a multiple of
-// 128: the rows a GEMM reading it as A transposes), one GEMM, no stores
-// deferred.
+// it: K accumulated in PSUM (one M block), one N block or SBUF left for
+// the whole result (GEMMOptions.KeepResult), N a multiple of 128 (the
+// rows a GEMM reading it as A transposes), one GEMM, no stores deferred.
 func (p *GEMMPlan) CanKeepResult() bool {
 	g := p.G
-	return p.PSUMK && !p.deferStores() && p.BN >= g.N && g.N%128 == 0 && max(g.Batch, 1) == 1 &&
+	return p.PSUMK && !p.deferStores() && (p.BN >= g.N || p.keepPlanned) && g.N%128 == 0 && max(g.Batch, 1) == 1 &&
 		ceilDiv(g.M, p.BM) == 1 && p.BM/128 == ceilDiv(g.M, 128)
 }
 
@@ -951,6 +957,12 @@ func planGEMM(g GEMM, o GEMMOptions, tg *sched.Target) (*GEMMPlan, error) {
 	sbufCap := lim.SBUFPartitionBytes
 	if o.SBUFBytes > 0 && o.SBUFBytes < sbufCap {
 		sbufCap = o.SBUFBytes
+	}
+	if o.KeepResult {
+		if reserve := roundUp(mul(ceilDiv(g.M, 128), g.N, int64(g.Out.Bytes())), 64); reserve < sbufCap {
+			sbufCap -= reserve
+			p.keepPlanned = true
+		}
 	}
 	var best *GEMMPlan
 	// minNs is the least estimate seen: a plan within tieFraction of it
@@ -1645,7 +1657,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// foldR is the residual block the evacuations combine with the result
 	// (foldResidual), set around an N block's evacuations.
 	var foldR *Tile
-	evacuate := func(b *Block, ps func(rows, nt, cols Expr) Access, res slotted, resIdx Expr, hasIdx bool, mt, mb, nb, kb Expr, group Expr, sfx string) {
+	evacuate := func(b *Block, ps func(rows, nt, cols Expr) Access, res atter, resIdx Expr, hasIdx bool, mt, mb, nb, kb Expr, group Expr, sfx string) {
 		rows := Min(C(128), mSize(mb).Sub(mt.MulC(128)))
 		b.For("nt_e"+sfx, C(0), ntiles(nb), Parallel, func(b *Block, nt Expr) {
 			cols := Min(C(p.TN), nSize(nb).Sub(nt.MulC(p.TN)))
@@ -1733,7 +1745,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	// tile in an accumulation group of its own, evacuated after it.
 	// computeThen is compute with between, if set, emitted after the
 	// first M tile's multiplies and before its evacuation.
-	computeThen := func(b *Block, a atter, bt slotted, res slotted, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr, between func(b *Block)) {
+	computeThen := func(b *Block, a atter, bt slotted, res atter, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr, between func(b *Block)) {
 		b.For("mt", C(0), mtiles(mb), Parallel, func(b *Block, mt Expr) {
 			ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, NT, p.tile}, int(p.Groups))
 			at := func(rows, nt, cols Expr) Access { return ps.At(R(C(0), rows), I(nt), R(C(0), cols)) }
@@ -1744,7 +1756,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 			evacuate(b, at, res, resIdx, hasIdx, mt, mb, nb, kb, group, "")
 		})
 	}
-	compute := func(b *Block, a atter, bt slotted, res slotted, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
+	compute := func(b *Block, a atter, bt slotted, res atter, resIdx Expr, hasIdx bool, mb, nb, kb Expr, group Expr) {
 		computeThen(b, a, bt, res, resIdx, hasIdx, mb, nb, kb, group, nil)
 	}
 	// psumGroups is how many sets of an N block's accumulation groups
@@ -1864,7 +1876,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		dma(b, isa.OpDMACopy, dst, src)
 	}
 	// sfx tells the names of a second copy of the store apart.
-	store := func(b *Block, res slotted, resIdx Expr, hasIdx bool, mb, nb Expr, sfx string) {
+	store := func(b *Block, res atter, resIdx Expr, hasIdx bool, mb, nb Expr, sfx string) {
 		m0, n0 := mOff.Add(mb.MulC(p.BM)), nb.MulC(p.BN)
 		size, ncols := mSize(mb), nSize(nb)
 		full := size.Div(C(128)).MulC(128)
@@ -1962,7 +1974,7 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 	}
 	// evacK evacuates the N block nb's accumulation groups (PSUMK) into
 	// its result block, after its last K block.
-	evacK := func(b *Block, ps slotted, res slotted, nb Expr, sfx string) {
+	evacK := func(b *Block, ps slotted, res atter, nb Expr, sfx string) {
 		b.For("mt_k"+sfx, C(0), mtiles(C(0)), Parallel, func(b *Block, mt Expr) {
 			evacuate(b, psAt(ps, mt), res, C(0), true, mt, C(0), nb, C(nBK-1), nb.MulC(MT), sfx)
 		})
@@ -2014,9 +2026,11 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 				kept = root.Tile(ResultTileName, isa.MemSBUF, resDT, p.ResultTileShape(), 1)
 			}
 			root.For("nb", C(0), C(nBN), Parallel, func(b *Block, nb Expr) {
-				res := kept
-				if res == nil {
-					res = b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))
+				var res atter = slotted{t: kept}
+				if kept == nil {
+					res = slotted{t: b.Tile("res", isa.MemSBUF, resDT, []int64{128, nBM, MT, p.BN}, int(p.NRes))}
+				} else if nBN > 1 {
+					res = lastShift{kept, nb.MulC(p.BN)} // (the N block's columns of the whole result)
 				}
 				ps := b.Tile("ps", isa.MemPSUM, isa.FP32, []int64{128, psumMT, NT, p.tile}, int(psumGroups))
 				loadScales(b, nb)
@@ -2030,9 +2044,9 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 					load()
 					mulK(b, bt, slotted{t: ps}, nb, kb)
 				})
-				evacK(b, slotted{t: ps}, slotted{t: res}, nb, "")
+				evacK(b, slotted{t: ps}, res, nb, "")
 				foldR = nil
-				store(b, slotted{t: res}, C(0), true, C(0), nb, "")
+				store(b, res, C(0), true, C(0), nb, "")
 			})
 		} else if p.Order == OrderNKM && p.deferStores() {
 			// Quantised weights: an N block's results are stored after the
@@ -2185,6 +2199,24 @@ func (p *GEMMPlan) Kernel() (*Kernel, error) {
 		return nil, fmt.Errorf("internal error: the GEMM kernel: %w", err)
 	}
 	return k, nil
+}
+
+// lastShift is a tile seen with its last dimension moved by c0 (an N
+// block's columns of a kept result, ResultTileName).
+type lastShift struct {
+	t  *Tile
+	c0 Expr
+}
+
+// At is the tile's access with the last range moved by c0.
+func (s lastShift) At(rs ...Range) Access {
+	rs = append([]Range(nil), rs...)
+	r := &rs[len(rs)-1]
+	r.Start = s.c0.Add(r.Start)
+	if !r.Index {
+		r.Stop = s.c0.Add(r.Stop)
+	}
+	return s.t.At(rs...)
 }
 
 // atter is a tile or a view of one that gives accesses.

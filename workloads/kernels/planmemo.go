@@ -36,7 +36,7 @@ type planState struct {
 	bSlots, bHead                         int64
 	aResident                             bool
 	groupBanksAvail, banksPerTile, tileEl int64
-	keepResult, aOnChip                   bool
+	keepResult, aOnChip, keepPlanned      bool
 }
 
 // PlanKey is a plan as one comparable value: every field its kernel is
@@ -54,7 +54,7 @@ func (p *GEMMPlan) state() planState {
 		banks: p.Banks, groupBanks: p.GroupBanks, groups: p.Groups, evacuate: p.Evacuate, transpose: p.Transpose,
 		doubleRow: p.DoubleRow, dequantize: p.Dequantize, weightQueue: p.weightQueue, psumK: p.PSUMK,
 		bSlots: p.BSlots, bHead: p.BHead, aResident: p.AResident, groupBanksAvail: p.groupBanksAvail,
-		banksPerTile: p.banksPerTile, tileEl: p.tile, keepResult: p.keepResult, aOnChip: p.aOnChip}
+		banksPerTile: p.banksPerTile, tileEl: p.tile, keepResult: p.keepResult, aOnChip: p.aOnChip, keepPlanned: p.keepPlanned}
 }
 
 // searchKey is one search's shared work: the target as it reads it, the

@@ -36,6 +36,9 @@ type Result struct {
 	// Notes are lowering choices in words (copies a kernel needed, ops
 	// fused).
 	Notes []string
+	// HandOffs counts the results kept in SBUF for the Linears after
+	// them (handOff).
+	HandOffs int
 }
 
 // Error is an op the lowering cannot lower, named as the graph names it;
@@ -91,6 +94,9 @@ type lowering struct {
 	// onchipReaders are the Linears that may read them so (nextReaders).
 	onchipReaders map[*graph.Op]bool
 	noHandOff     bool
+	// keepPlan plans the current Linear with SBUF left for its whole
+	// result (kernels.GEMMOptions.KeepResult).
+	keepPlan bool
 }
 
 // Options are the lowering's choices.
@@ -399,7 +405,20 @@ func (l *lowering) linear(o *graph.Op) error {
 	if err != nil {
 		return l.wrapErr(err)
 	}
-	onchip := l.handOff(plan, x, a, out, f != nil || bias == nil)
+	keeps := f != nil || bias == nil
+	if keeps && !l.noHandOff && !l.tensorParallel() && plan.PSUMK && !plan.CanKeepResult() && len(l.nextReaders(out)) > 0 &&
+		ceilDiv(m, 128) <= keptMTiles && ceilDiv(m, 128)*n*int64(g.Out.Bytes()) <= l.tg.Limits.SBUFPartitionBytes/keptShare {
+		// Several N blocks: a plan that leaves SBUF for the whole result
+		// can keep it for the Linears after it, where it is estimated no
+		// slower than the plan without that reserve.
+		l.keepPlan = true
+		kp, kerr := l.planLinear(g, w)
+		l.keepPlan = false
+		if kerr == nil && kp.CanKeepResult() && kp.Estimate(l.tg).TotalNs <= plan.Estimate(l.tg).TotalNs {
+			plan = kp
+		}
+	}
+	onchip := l.handOff(plan, x, a, out, keeps)
 	k, err := plan.Kernel()
 	if err != nil {
 		return err
@@ -460,11 +479,13 @@ func (l *lowering) handOff(plan *kernels.GEMMPlan, x *graph.Tensor, a *tile.Tile
 		plan.ReadAOnChip()
 		bind[kernels.AOnChipTileName] = t
 	}
-	if !keeps || l.noHandOff || l.ranks > 1 || !plan.CanKeepResult() {
-		// (With ranks, a kept tile moved where later result blocks are
-		// placed, first fit by lifetime, onto blocks whose stores were
-		// still running, and their evacuations waited for them: BERT-large
-		// at TP8 on trn2, batch 2 x 64 tokens, 9.6% slower.)
+	if !keeps || l.noHandOff || l.tensorParallel() || !plan.CanKeepResult() ||
+		prod(plan.ResultTileShape()[1:])*int64(plan.ResultDType().Bytes()) > l.tg.Limits.SBUFPartitionBytes/keptShare {
+		// (With tensor parallelism, a kept tile moved where later result
+		// blocks are placed, first fit by lifetime, onto blocks whose
+		// stores were still running, and their evacuations waited for
+		// them: BERT-large at TP8 on trn2, batch 2 x 64 tokens, 9.6%
+		// slower. A big result would crowd the kernels it lives across.)
 		return bind
 	}
 	readers := l.nextReaders(out)
@@ -475,10 +496,34 @@ func (l *lowering) handOff(plan *kernels.GEMMPlan, x *graph.Tensor, a *tile.Tile
 		l.onchipReaders[r] = true
 	}
 	plan.KeepResult()
+	l.res.HandOffs++
 	t := l.k.Root().Tile(l.unique(out.Name+"_sbuf"), isa.MemSBUF, plan.ResultDType(), plan.ResultTileShape(), 1)
 	bind[kernels.ResultTileName] = t
 	l.onchip[out] = t
 	return bind
+}
+
+// keptShare is the most of SBUF per partition (a keptShare-th) a result
+// kept for the Linears after it may take; keptMTiles the most M tiles of
+// one kept over several N blocks (with more, the model matrix found the
+// readers slower: GPT-2 at 384 tokens on inf2 +2.8%, BERT-base at 4 x 127
+// on trn1 +2.6%, each transposing more of A than it saves loading).
+const (
+	keptShare  = 8
+	keptMTiles = 2
+)
+
+// tensorParallel reports whether the graph runs on ranks that share its
+// work (collectives over groups of more than one rank), not as copies.
+func (l *lowering) tensorParallel() bool { return l.ranks > 1 && l.group != 1 }
+
+// prod is the product of dims.
+func prod(dims []int64) int64 {
+	n := int64(1)
+	for _, d := range dims {
+		n *= d
+	}
+	return n
 }
 
 // nextReaders returns the Linears that read t as their input right after

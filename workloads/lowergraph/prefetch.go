@@ -74,7 +74,7 @@ func (l *lowering) rowsLoadNs(rows, cols int64, dt isa.DType) float64 {
 func (l *lowering) planLinearWith(g kernels.GEMM, w *graph.Tensor, tr kernels.TransposeMode) (*kernels.GEMMPlan, error) {
 	sbuf := l.tg.Limits.SBUFPartitionBytes
 	share := sbuf / prefetchShare
-	o := kernels.GEMMOptions{OpID: l.id, Transpose: tr}
+	o := kernels.GEMMOptions{OpID: l.id, Transpose: tr, KeepResult: l.keepPlan}
 	g.BTiled = max(g.Batch, 1) == 1
 	if s, ok := l.weights[w]; ok {
 		// Laid out already (a weight two Linears read): its blocks' width.

@@ -482,9 +482,11 @@ func lowerModelPass(cfg *configs.RunConfig, g *graph.Graph, tg *sched.Target, ra
 		// each planned to fit by themselves: where the program does not
 		// place (or fails otherwise), the graph lowers again without them,
 		// and that program's error, if any, is the one reported.
+		kept := res.HandOffs
 		if res, err = lowergraph.Lower(g, tg, "model", lowergraph.Options{Ranks: ranks, GroupSize: group, NoSBUFHandOff: true}); err != nil {
 			return nil, nil, cfg.FieldError("workload.model", "%v", err)
 		}
+		res.Notes = append(res.Notes, fmt.Sprintf("no activations kept in SBUF between Linears: the program with the %d kept did not place", kept))
 		p, err = compileRanks(cfg, res.Kernel, modelFit, res.Ops, symmetric)
 	}
 	if err != nil {

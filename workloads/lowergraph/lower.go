@@ -505,12 +505,15 @@ func (l *lowering) handOff(plan *kernels.GEMMPlan, x *graph.Tensor, a *tile.Tile
 
 // keptShare is the most of SBUF per partition (a keptShare-th) a result
 // kept for the Linears after it may take; keptMTiles the most M tiles of
-// one kept over several N blocks (with more, the model matrix found the
-// readers slower: GPT-2 at 384 tokens on inf2 +2.8%, BERT-base at 4 x 127
-// on trn1 +2.6%, each transposing more of A than it saves loading).
+// one kept over several N blocks. With more, the readers were slower (the
+// model matrix: GPT-2 at 384 tokens on inf2 +2.8%, BERT-base at 4 x 127 on
+// trn1 +2.6%, each transposing more of A than it saves loading), and at
+// two a review found the readers' plans mostly unable to read A in place,
+// so that the writer's reserve was all cost (BERT-base at 2 x 77 on trn1
+// +5.2%).
 const (
 	keptShare  = 8
-	keptMTiles = 2
+	keptMTiles = 1
 )
 
 // tensorParallel reports whether the graph runs on ranks that share its

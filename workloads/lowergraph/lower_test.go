@@ -344,20 +344,11 @@ func TestActivationsStayInSBUFBetweenLinears(t *testing.T) {
 					loads++
 				}
 			}
-			kc, sc := kept.Chips[0].Cores[0], stored.Chips[0].Cores[0]
-			t.Logf("kept %s, %d HBM bytes read; stored %s, %d", kept.SimTime, kept.Chips[0].HBMReadBytes, stored.SimTime, stored.Chips[0].HBMReadBytes)
-			if !tc.hands {
-				// (The norm runs by itself, or the next plans transpose A
-				// by DMA or keep no A resident: nothing is handed over.)
-				assert.Zero(t, reads)
-				assert.Equal(t, stored.SimTime, kept.SimTime)
-				return
+			// (Without a hand-off the norm runs by itself, or the next
+			// plans transpose A by DMA or keep no A resident.)
+			if assertHandOff(t, kept, stored, tc.hands, reads) {
+				assert.Zero(t, loads, "and load none of it from HBM")
 			}
-			assert.Positive(t, reads, "the next GEMMs transpose A out of the kept tile")
-			assert.Zero(t, loads, "and load none of it from HBM")
-			assert.InDelta(t, sc.Engines[isa.EngineTensor].FLOPs, kc.Engines[isa.EngineTensor].FLOPs, 1)
-			assert.Less(t, kept.Chips[0].HBMReadBytes, stored.Chips[0].HBMReadBytes)
-			assert.Less(t, kept.SimTime, stored.SimTime)
 		})
 	}
 }
@@ -462,17 +453,28 @@ func TestHandOffAcrossNBlocks(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("kept %s, %d HBM bytes read; stored %s, %d", kept.SimTime, kept.Chips[0].HBMReadBytes, stored.SimTime, stored.Chips[0].HBMReadBytes)
-			if !tc.hands {
-				assert.Zero(t, reads)
-				assert.Equal(t, stored.SimTime, kept.SimTime)
-				return
+			if assertHandOff(t, kept, stored, tc.hands, reads) {
+				assert.NotContains(t, written, false, "every N block writes its own columns of the kept result")
 			}
-			assert.Positive(t, reads, "the down projection transposes A out of the kept result")
-			assert.NotContains(t, written, false, "every N block writes its own columns of the kept result")
-			assert.InDelta(t, stored.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, kept.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, 1)
-			assert.Less(t, kept.Chips[0].HBMReadBytes, stored.Chips[0].HBMReadBytes)
-			assert.Less(t, kept.SimTime, stored.SimTime)
 		})
 	}
+}
+
+// assertHandOff compares a run with the SBUF hand-off (kept) and one
+// without (stored): where hands, the readers read the kept tile (reads
+// transposes of it) for the same FLOPs, fewer HBM bytes and less time;
+// elsewhere nothing is read from it and the times agree. It reports hands.
+func assertHandOff(t *testing.T, kept, stored *chip.Result, hands bool, reads int) bool {
+	t.Helper()
+	t.Logf("kept %s, %d HBM bytes read; stored %s, %d", kept.SimTime, kept.Chips[0].HBMReadBytes, stored.SimTime, stored.Chips[0].HBMReadBytes)
+	if !hands {
+		assert.Zero(t, reads)
+		assert.Equal(t, stored.SimTime, kept.SimTime)
+		return false
+	}
+	assert.Positive(t, reads, "the readers transpose A out of the kept tile")
+	assert.InDelta(t, stored.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, kept.Chips[0].Cores[0].Engines[isa.EngineTensor].FLOPs, 1)
+	assert.Less(t, kept.Chips[0].HBMReadBytes, stored.Chips[0].HBMReadBytes)
+	assert.Less(t, kept.SimTime, stored.SimTime)
+	return true
 }

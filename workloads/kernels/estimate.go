@@ -77,6 +77,20 @@ type estimator struct {
 }
 
 // newEstimator costs every tile shape once with the target's cost table.
+// DMAGBps is the rate at which tg's DMA engines together move a core's
+// data, at most the HBM bandwidth where that is known (for estimates: the
+// scheduler never reads the HBM bandwidth).
+func DMAGBps(tg *sched.Target) float64 {
+	bw := tg.DMAEngineGBps * float64(tg.Limits.DMAEngines)
+	if tg.HBMGBps > 0 && tg.HBMGBps < bw {
+		bw = tg.HBMGBps
+	}
+	return bw
+}
+
+// DMALatencyNs is a transfer's fixed latency on tg, start and completion.
+func DMALatencyNs(tg *sched.Target) float64 { return tg.DMAStartNs + tg.DMACompletionNs }
+
 func newEstimator(tg *sched.Target, g GEMM, tn int64, accDT isa.DType) *estimator {
 	e := &estimator{tg: tg, g: g, tn: tn, rm: g.M % 128, rn: g.N % tn, rk: g.K % 128, vgShared: tg.Limits.Generation == 2}
 	var env isa.CostEnv
@@ -138,10 +152,7 @@ func newEstimator(tg *sched.Target, g GEMM, tn int64, accDT isa.DType) *estimato
 		}
 	}
 	e.tensorBound()
-	e.bw = tg.DMAEngineGBps * float64(tg.Limits.DMAEngines)
-	if tg.HBMGBps > 0 && tg.HBMGBps < e.bw {
-		e.bw = tg.HBMGBps
-	}
+	e.bw = DMAGBps(tg)
 	if e.bw <= 0 {
 		e.bw = 1
 	}
@@ -332,7 +343,7 @@ func (p *GEMMPlan) estimateEvacs(e *estimator, evacs []Evacuation, deqs []Dequan
 	// side's bytes through the DMA engines.
 	eb, outB := float64(g.In.Bytes()), float64(max(g.Out.Bytes(), p.ResultDType().Bytes()))
 	wb := float64(g.BDType().Bytes()) // B's bytes per element in HBM
-	lat := e.tg.DMAStartNs + e.tg.DMACompletionNs
+	lat := DMALatencyNs(e.tg)
 	transposeEff := 1.0
 	if eff := e.tg.DMATransposeEfficiency; g.AMK && p.Transpose == TransposeDMA && eff > 0 {
 		transposeEff = eff
@@ -729,7 +740,7 @@ func (p *GEMMPlan) blocksBound(e *estimator, order LoopOrder, bn, bm, k1 int64, 
 	g := p.G
 	eb := float64(g.In.Bytes())
 	wb := float64(g.BDType().Bytes())
-	lat := e.tg.DMAStartNs + e.tg.DMACompletionNs
+	lat := DMALatencyNs(e.tg)
 	bm, bn = min(bm, g.M), min(bn, g.N)
 	fill := (float64(k1*bm)*eb+float64(k1*bn)*wb)/e.bw + lat
 	store := float64(bm*bn)*outB/e.bw + lat

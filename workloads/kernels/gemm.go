@@ -517,7 +517,7 @@ func normVectorCols(tg *sched.Target, g GEMM) int64 {
 func normSplit(tg *sched.Target, g GEMM, vector int64) (int64, float64) {
 	n, nm := g.N, g.Epilogue.Norm
 	c := rowCost{tg}
-	dt, wdt := g.Out, g.Out // (the result block in C's dtype, as K in one block or in PSUM leaves it)
+	dt := g.Out // (the result block, and the weight and bias, in C's dtype, as K in one block or in PSUM leaves it)
 	sc := c.view(isa.FP32, 1)
 	// norm is the normalisation of cols columns on e, mul their weight
 	// and bias (inf where e cannot).
@@ -541,10 +541,10 @@ func normSplit(tg *sched.Target, g GEMM, vector int64) (int64, float64) {
 		if cols <= 0 {
 			return 0
 		}
-		x, w := c.view(dt, cols), c.view(wdt, cols)
-		t := c.ns(isa.OpTensorTensor, e, isa.Attrs{ALU0: isa.ALUMultiply}, x, x, w)
+		x := c.view(dt, cols)
+		t := c.ns(isa.OpTensorTensor, e, isa.Attrs{ALU0: isa.ALUMultiply}, x, x, x)
 		if nm.Bias && !nm.RMS {
-			t += c.ns(isa.OpTensorTensor, e, isa.Attrs{ALU0: isa.ALUAdd}, x, x, w)
+			t += c.ns(isa.OpTensorTensor, e, isa.Attrs{ALU0: isa.ALUAdd}, x, x, x)
 		}
 		if t > 0 {
 			return t
@@ -575,13 +575,6 @@ func normSplit(tg *sched.Target, g GEMM, vector int64) (int64, float64) {
 	return best, bestNs
 }
 
-// normLanesNs is the estimated time of a fused norm's two lanes with
-// VectorE's first vector columns.
-func normLanesNs(tg *sched.Target, g GEMM, vector int64) float64 {
-	_, ns := normSplit(tg, g, vector)
-	return ns
-}
-
 // NormTailNs is a fused norm's estimated work on the last M block after
 // its evacuations, which nothing in the GEMM overlaps: for each of its M
 // tiles (one after another on VectorE) the statistics, rstd and the
@@ -593,17 +586,12 @@ func (p *GEMMPlan) NormTailNs(tg *sched.Target) float64 {
 		return 0
 	}
 	c := rowCost{tg}
-	fmax := max(p.normFree, 1)
-	full, last := g.N/fmax, g.N%fmax
-	stats := float64(full) * c.ns(isa.OpBNStats, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnStatsWidth), c.view(g.Out, fmax))
-	if last > 0 {
-		stats += c.ns(isa.OpBNStats, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnStatsWidth), c.view(g.Out, last))
-	}
-	stats += c.ns(isa.OpBNAggr, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnAggrWidth), c.view(isa.FP32, ceilDiv(g.N, fmax)*bnStatsWidth))
+	stats := c.bnStatsNs(g.Out, g.N, max(p.normFree, 1))
 	xf := c.view(isa.FP32, 1)
 	stats += c.ns(isa.OpActivation, isa.EngineScalar, isa.Attrs{Func: isa.ActRsqrt, Scale: 1}, xf, xf)
 	rows := g.M - (ceilDiv(g.M, p.BM)-1)*p.BM // the last M block's rows
-	return float64(ceilDiv(rows, 128)) * (stats + normLanesNs(tg, g, p.normVector))
+	_, lanes := normSplit(tg, g, p.normVector)
+	return float64(ceilDiv(rows, 128)) * (stats + lanes)
 }
 
 // normSBUFBytes is the SBUF per partition of a fused norm (Epilogue.Norm):

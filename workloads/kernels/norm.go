@@ -166,6 +166,17 @@ func (c rowCost) ns(op isa.Opcode, eng isa.Engine, a isa.Attrs, out isa.Operand,
 	return float64(cost.IntervalCycles) / ghz
 }
 
+// bnStatsNs is the statistics of cols columns of dt per partition:
+// bn_stats over chunks of at most fmax columns, then bn_aggr.
+func (c rowCost) bnStatsNs(dt isa.DType, cols, fmax int64) float64 {
+	full, last := cols/fmax, cols%fmax
+	ns := float64(full) * c.ns(isa.OpBNStats, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnStatsWidth), c.view(dt, fmax))
+	if last > 0 {
+		ns += c.ns(isa.OpBNStats, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnStatsWidth), c.view(dt, last))
+	}
+	return ns + c.ns(isa.OpBNAggr, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnAggrWidth), c.view(isa.FP32, ceilDiv(cols, fmax)*bnStatsWidth))
+}
+
 // rowStep is one per-element op of a row kernel: its cost on each engine
 // that may run it (0: it may not).
 type rowStep [isa.NumEngines]float64
@@ -226,14 +237,7 @@ func (p *NormPlan) assign(tg *sched.Target) {
 		base[isa.EngineScalar] += c.ns(isa.OpActivation, isa.EngineScalar, isa.Attrs{Func: isa.ActRsqrt, Scale: 1}, xf, xf)
 		base[isa.EngineVector] += 3 * small
 		if stats == NormStatsBN {
-			fmax := max(lim.BNStatsFreeMax, 1)
-			full, last := n.Cols/fmax, n.Cols%fmax
-			bs := float64(full) * c.ns(isa.OpBNStats, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnStatsWidth), c.view(dt, fmax))
-			if last > 0 {
-				bs += c.ns(isa.OpBNStats, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnStatsWidth), c.view(dt, last))
-			}
-			bs += c.ns(isa.OpBNAggr, isa.EngineVector, isa.Attrs{}, c.view(isa.FP32, bnAggrWidth), c.view(isa.FP32, ceilDiv(n.Cols, fmax)*bnStatsWidth))
-			base[isa.EngineVector] += bs
+			base[isa.EngineVector] += c.bnStatsNs(dt, n.Cols, max(lim.BNStatsFreeMax, 1))
 		} else {
 			base[isa.EngineScalar] += c.ns(isa.OpActivation, isa.EngineScalar, isa.Attrs{Func: isa.ActSquare, Scale: 1, Accumulate: isa.ALUAdd}, x, x) +
 				c.ns(isa.OpActReadAccumulator, isa.EngineScalar, isa.Attrs{}, xf)
@@ -505,16 +509,12 @@ func (p *NormPlan) Kernel() (*Kernel, error) {
 // the row tiles.
 func (p *NormPlan) EstimateNs(tg *sched.Target) float64 {
 	n := p.N
-	bw := tg.DMAEngineGBps * float64(tg.Limits.DMAEngines)
-	if tg.HBMGBps > 0 && tg.HBMGBps < bw {
-		bw = tg.HBMGBps
-	}
-	bw = max(bw, 1)
+	bw := max(DMAGBps(tg), 1)
 	busy := 0.0
 	for _, v := range p.BusyNs {
 		busy = max(busy, v)
 	}
 	tiles := float64(ceilDiv(n.Rows, 128))
 	bytes := 2 * float64(n.Rows*n.Cols*int64(n.DType.Bytes()))
-	return 2*(tg.DMAStartNs+tg.DMACompletionNs) + max(bytes/bw, tiles*busy) + busy
+	return 2*DMALatencyNs(tg) + max(bytes/bw, tiles*busy) + busy
 }

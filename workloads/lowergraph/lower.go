@@ -407,7 +407,7 @@ func (l *lowering) linear(o *graph.Op) error {
 	}
 	keeps := f != nil || bias == nil
 	if keeps && !l.noHandOff && !l.tensorParallel() && plan.PSUMK && !plan.CanKeepResult() && len(l.nextReaders(out)) > 0 &&
-		ceilDiv(m, 128) <= keptMTiles && ceilDiv(m, 128)*n*int64(g.Out.Bytes()) <= l.tg.Limits.SBUFPartitionBytes/keptShare {
+		ceilDiv(m, 128) <= keptMTiles && l.keptFits(m, n, g.Out) {
 		// Several N blocks: a plan that leaves SBUF for the whole result
 		// can keep it for the Linears after it, where it is estimated no
 		// slower than the plan without that reserve.
@@ -479,8 +479,7 @@ func (l *lowering) handOff(plan *kernels.GEMMPlan, x *graph.Tensor, a *tile.Tile
 		plan.ReadAOnChip()
 		bind[kernels.AOnChipTileName] = t
 	}
-	if !keeps || l.noHandOff || l.tensorParallel() || !plan.CanKeepResult() ||
-		prod(plan.ResultTileShape()[1:])*int64(plan.ResultDType().Bytes()) > l.tg.Limits.SBUFPartitionBytes/keptShare {
+	if !keeps || l.noHandOff || l.tensorParallel() || !plan.CanKeepResult() || !l.keptFits(plan.G.M, plan.G.N, plan.ResultDType()) {
 		// (With tensor parallelism, a kept tile moved where later result
 		// blocks are placed, first fit by lifetime, onto blocks whose
 		// stores were still running, and their evacuations waited for
@@ -516,18 +515,15 @@ const (
 	keptMTiles = 1
 )
 
+// keptFits reports whether a result of rows x cols of dt, its M tiles in
+// the partitions, takes at most a keptShare-th of SBUF per partition.
+func (l *lowering) keptFits(rows, cols int64, dt isa.DType) bool {
+	return ceilDiv(rows, 128)*cols*int64(dt.Bytes()) <= l.tg.Limits.SBUFPartitionBytes/keptShare
+}
+
 // tensorParallel reports whether the graph runs on ranks that share its
 // work (collectives over groups of more than one rank), not as copies.
 func (l *lowering) tensorParallel() bool { return l.ranks > 1 && l.group != 1 }
-
-// prod is the product of dims.
-func prod(dims []int64) int64 {
-	n := int64(1)
-	for _, d := range dims {
-		n *= d
-	}
-	return n
-}
 
 // nextReaders returns the Linears that read t as their input right after
 // the current op, with no other kernel between (ops fused away and views

@@ -63,11 +63,7 @@ func (l *lowering) planLinear(g kernels.GEMM, w *graph.Tensor) (*kernels.GEMMPla
 // rowsLoadNs is the estimated time of loading rows x cols of dt into
 // SBUF: a transfer's fixed latency and the bytes at the DMA engines' rate.
 func (l *lowering) rowsLoadNs(rows, cols int64, dt isa.DType) float64 {
-	bw := l.tg.DMAEngineGBps * float64(l.tg.Limits.DMAEngines)
-	if l.tg.HBMGBps > 0 && l.tg.HBMGBps < bw {
-		bw = l.tg.HBMGBps
-	}
-	return l.tg.DMAStartNs + l.tg.DMACompletionNs + float64(rows*cols*int64(dt.Bytes()))/max(bw, 1)
+	return kernels.DMALatencyNs(l.tg) + float64(rows*cols*int64(dt.Bytes()))/max(kernels.DMAGBps(l.tg), 1)
 }
 
 // planLinearWith is planLinear with A's transposes by tr (auto: chosen).
